@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// everything-server: the example protocol_droid server, written with the public API only.
+///
+/// Serves a handful of tools that show the framework's shapes: plain text, typed
+/// arguments with a typed (structured) result, progress, cancellation, and a tool that
+/// fails. The peer tests drive it with the official TypeScript SDK client.
+///
+///     build/examples/everything-server            # stdio (the default)
+///     build/examples/everything-server --stdio
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/describe.hpp>
+
+#include <droid/droid.hpp>
+
+namespace {
+
+struct echo_args {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(echo_args, (), (text))
+
+struct add_args {
+  double a = 0;
+  double b = 0;
+};
+BOOST_DESCRIBE_STRUCT(add_args, (), (a, b))
+
+struct sum {
+  double result = 0;
+};
+BOOST_DESCRIBE_STRUCT(sum, (), (result))
+
+enum class units { metric, imperial };
+BOOST_DESCRIBE_ENUM(units, metric, imperial)
+
+struct forecast_args {
+  std::string city;
+  int days = 3;
+  units unit = units::metric;
+  std::optional<std::vector<std::string>> fields;
+};
+BOOST_DESCRIBE_STRUCT(forecast_args, (), (city, days, unit, fields))
+
+struct forecast {
+  std::string city;
+  std::vector<double> highs;
+  units unit = units::metric;
+};
+BOOST_DESCRIBE_STRUCT(forecast, (), (city, highs, unit))
+
+struct count_args {
+  int steps = 5;
+  int interval_ms = 100;
+};
+BOOST_DESCRIBE_STRUCT(count_args, (), (steps, interval_ms))
+
+struct sleep_args {
+  double seconds = 10;
+};
+BOOST_DESCRIBE_STRUCT(sleep_args, (), (seconds))
+
+struct fail_args {
+  std::string message;
+};
+BOOST_DESCRIBE_STRUCT(fail_args, (), (message))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<echo_args> {
+  static constexpr droid::field_hint fields[] = {{"text", "The text to send back"}};
+};
+template <>
+struct droid::field_hints<add_args> {
+  static constexpr droid::field_hint fields[] = {{"a", "First addend"}, {"b", "Second addend"}};
+};
+template <>
+struct droid::field_hints<forecast_args> {
+  static constexpr droid::field_hint fields[] = {{"city", "City to forecast"},
+                                                 {"days", "Days ahead, 1 to 10", true},
+                                                 {"unit", "Temperature unit", true},
+                                                 {"fields", "Extra fields to include"}};
+};
+template <>
+struct droid::field_hints<count_args> {
+  static constexpr droid::field_hint fields[] = {{"steps", "How many progress steps", true},
+                                                 {"interval_ms", "Milliseconds between steps", true}};
+};
+template <>
+struct droid::field_hints<sleep_args> {
+  static constexpr droid::field_hint fields[] = {{"seconds", "How long to run before answering", true}};
+};
+
+namespace {
+
+void register_tools(droid::server& server) {
+  server.tool("echo", "Returns its text argument unchanged",
+              [](droid::tool_context&, echo_args args) -> droid::task<droid::tool_result> {
+                co_return droid::tool_result::text(args.text);
+              });
+
+  droid::tool_info add;
+  add.name = "add";
+  add.title = "Add two numbers";
+  add.description = "Adds a and b and returns the sum as structured content";
+  add.annotations.read_only_hint = true;
+  add.annotations.idempotent_hint = true;
+  server.tool(std::move(add), [](droid::tool_context&, add_args args) -> droid::task<sum> {
+    co_return sum{args.a + args.b};
+  });
+
+  server.tool("forecast", "A made-up weather forecast for a city (typed arguments with defaults and enums)",
+              [](droid::tool_context&, forecast_args args) -> droid::task<forecast> {
+                if (args.days < 1 || args.days > 10) throw std::invalid_argument("days must be between 1 and 10");
+                forecast f{args.city, {}, args.unit};
+                for (int d = 0; d < args.days; ++d)
+                  f.highs.push_back(args.unit == units::metric ? 20.0 + d : 68.0 + 2 * d);
+                co_return f;
+              });
+
+  server.tool("count", "Counts to `steps`, reporting progress after each step",
+              [](droid::tool_context& ctx, count_args args) -> droid::task<droid::tool_result> {
+                for (int i = 1; i <= args.steps; ++i) {
+                  if (co_await ctx.sleep(std::chrono::milliseconds(args.interval_ms)))
+                    co_return droid::tool_result::error("cancelled");
+                  co_await ctx.progress(i, args.steps, "step " + std::to_string(i));
+                }
+                co_return droid::tool_result::text("counted to " + std::to_string(args.steps));
+              });
+
+  server.tool("sleep", "Runs for `seconds` and honours cancellation",
+              [](droid::tool_context& ctx, sleep_args args) -> droid::task<droid::tool_result> {
+                const auto duration = std::chrono::duration<double>(args.seconds);
+                if (co_await ctx.sleep(std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration)))
+                  co_return droid::tool_result::error("cancelled before finishing");
+                co_return droid::tool_result::text("slept");
+              });
+
+  server.tool("fail", "Always fails by throwing; shows how a tool's exception reaches the model",
+              [](droid::tool_context&, fail_args args) -> droid::task<droid::tool_result> {
+                throw std::runtime_error(args.message.empty() ? "the tool failed" : args.message);
+                co_return droid::tool_result::text("unreachable");
+              });
+
+  server.tool("client_info", "Reports what the client declared in initialize",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                boost::json::object o{{"protocolVersion", ctx.peer().protocol_version},
+                                      {"clientInfo", ctx.peer().client_info},
+                                      {"capabilities", ctx.peer().capabilities}};
+                co_return droid::tool_result::text(droid::ir::to_json_text(o));
+              });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--stdio") == 0) continue;
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << "usage: everything-server [--stdio]\n"
+                   "Serves the example MCP server over stdin/stdout (newline-delimited JSON-RPC).\n";
+      return 0;
+    }
+    std::cerr << "everything-server: unknown option " << argv[i] << " (try --help)\n";
+    return 2;
+  }
+
+  droid::server_info info;
+  info.name = "everything-server";
+  info.title = "protocol_droid everything server";
+  info.version = droid::version_string;
+  info.instructions = "Example tools: echo, add, forecast, count (progress), sleep (cancellable), fail, client_info.";
+  droid::server server(std::move(info));
+  register_tools(server);
+
+  std::cerr << "everything-server " << droid::version_string
+            << ": serving MCP over stdio (newline-delimited JSON-RPC on stdin/stdout).\n"
+               "  Connect a client by letting it spawn this program, e.g.\n"
+               "    npx @modelcontextprotocol/inspector " << argv[0] << "\n"
+               "  or type a message, e.g.\n"
+               "    {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+               "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"me\",\"version\":\"1\"}}}\n"
+               "  End input (Ctrl-D) to stop.\n";
+  return droid::stdio::serve(server);
+}

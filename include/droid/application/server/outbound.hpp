@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::outbound`: where a session's messages go, as the transport sees it.
+///
+/// Application layer port, implemented by transports (stdio's stdout writer, an HTTP
+/// request's SSE stream). The engine never knows which transport carries it; this
+/// interface is the whole of what it knows.
+#pragma once
+
+#include <string>
+
+namespace droid {
+
+/// A sink for complete JSON-RPC messages, one per call, in order.
+///
+/// Why an interface and not a callback: a transport keeps per-stream state (a queue, a
+/// single writer coroutine, an event id counter) behind it, and the session holds it by
+/// `shared_ptr` so a stream outlives any in-flight tool that still reports to it.
+/// Affinity: called only on the session's shard. Implementations must not block: they
+/// enqueue for their own writer.
+class outbound {
+ public:
+  virtual ~outbound() = default;
+  /// Queues one serialised JSON-RPC message (no trailing newline).
+  virtual void send(std::string message) = 0;
+};
+
+}  // namespace droid

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::server`: the registries of what an MCP server offers, and the typed tool API.
+///
+/// Application layer. A user builds one `server`, registers tools on it, and hands it to
+/// one or more transports; each connection gets a `session` that reads the registries
+/// through this object. Registration may also happen while serving: sessions that are
+/// live get `notifications/tools/list_changed`.
+///
+///     struct add_args { int a; int b; };
+///     BOOST_DESCRIBE_STRUCT(add_args, (), (a, b))
+///
+///     server.tool("add", "Adds two integers",
+///         [](droid::tool_context&, add_args args) -> droid::task<droid::tool_result> {
+///           co_return droid::tool_result::text(std::to_string(args.a + args.b));
+///         });
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <boost/json/object.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include <droid/application/server/tool_context.hpp>
+#include <droid/application/task.hpp>
+#include <droid/domain/ir/json_node.hpp>
+#include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/schema.hpp>
+#include <droid/domain/mcp/tool.hpp>
+
+namespace droid {
+
+class session;
+
+/// What `initialize` says about the server (`serverInfo` and `instructions`).
+struct server_info {
+  std::string name;
+  std::string version;
+  std::string title;
+  /// Guidance for the model on how to use this server; omitted when empty.
+  std::string instructions;
+  std::string website_url;
+  std::vector<icon> icons;
+};
+
+/// Server-wide settings.
+struct server_options {
+  /// Entries per page of `tools/list` (and every later list). Why paginate at all: a
+  /// server with thousands of tools would otherwise send one multi-megabyte answer.
+  std::size_t page_size = 100;
+  /// Where the server writes diagnostics (handler exceptions, dropped messages). Never
+  /// stdout: on stdio, stdout carries the protocol only. Default: standard error.
+  std::function<void(std::string_view)> log;
+};
+
+namespace detail {
+
+/// A registered tool: its listing and the type-erased call.
+///
+/// Why shared_ptr: a tool removed while one of its calls is running must stay alive
+/// until that call completes, because the call's coroutine refers to the handler's
+/// lambda captures.
+struct tool_entry {
+  tool_info info;
+  /// The `tools/list` entry, serialised once at registration.
+  std::string listing;
+  /// Decodes the arguments (synchronously, while `args` is valid) and returns the task
+  /// that runs the tool. A decoding failure returns a task yielding an `isError` result.
+  std::function<task<tool_result>(tool_context&, const ir::json_node* args)> invoke;
+};
+
+template <class F>
+struct callable_traits : callable_traits<decltype(&F::operator())> {};
+template <class C, class R, class... A>
+struct callable_traits<R (C::*)(A...) const> {
+  using result = R;
+  using args = std::tuple<A...>;
+};
+template <class C, class R, class... A>
+struct callable_traits<R (C::*)(A...)> : callable_traits<R (C::*)(A...) const> {};
+template <class R, class... A>
+struct callable_traits<R (*)(A...)> {
+  using result = R;
+  using args = std::tuple<A...>;
+};
+
+template <class T>
+struct task_value {
+  static constexpr bool is_task = false;
+};
+template <class T>
+struct task_value<task<T>> {
+  static constexpr bool is_task = true;
+  using type = T;
+};
+
+inline task<tool_result> ready_result(tool_result r) { co_return r; }
+
+/// Turns what a handler returns into a `tool_result`.
+template <class R>
+task<tool_result> to_tool_result(task<R> t) {
+  R value = co_await std::move(t);
+  if constexpr (std::is_same_v<R, std::string>) {
+    co_return tool_result::text(value);
+  } else {
+    // Structured content is mirrored as a text block: MCP asks for it, because clients
+    // that predate structured output read only `content`.
+    boost::json::value json = to_json_value(value);
+    tool_result r;
+    r.add(content::text(ir::to_json_text(json)));
+    r.structured(std::move(json.as_object()));
+    co_return r;
+  }
+}
+
+template <class Args>
+constexpr bool typed_args = described_struct<Args> || std::is_same_v<Args, boost::json::object>;
+
+/// Decodes arguments into `Args`; an absent `arguments` member decodes as `{}`.
+template <class Args>
+bool decode_arguments(const ir::json_node* node, Args& out, std::string& error) {
+  if (node) {
+    if constexpr (std::is_same_v<Args, boost::json::object>) {
+      if (node->kind() != ir::json_node::type::object) return error = "`arguments` must be an object", false;
+      boost::json::value v;
+      if (!decode(*node, v, error)) return false;
+      out = std::move(v.as_object());
+      return true;
+    } else {
+      return decode(*node, out, error);
+    }
+  }
+  bool ok = false;
+  const std::error_code ec = ir::visit_json("{}", [&](const ir::json_node& empty) { ok = decode_arguments(&empty, out, error); });
+  return !ec && ok;
+}
+
+}  // namespace detail
+
+/// The registries of one MCP server.
+///
+/// Why one object shared by all sessions: tools are registered once and served to every
+/// connection; a runtime change must reach every session (list_changed).
+/// Affinity: registration and removal may happen on any thread; sessions read through
+/// `find_tool` under an internal mutex.
+/// Lifetime: must outlive every session and transport that serves it.
+class server {
+ public:
+  explicit server(server_info info, server_options options = {});
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Registers a tool named `name` described by `description`. See the overload below.
+  template <class Handler>
+  server& tool(std::string name, std::string description, Handler&& handler) {
+    tool_info info;
+    info.name = std::move(name);
+    info.description = std::move(description);
+    return tool(std::move(info), std::forward<Handler>(handler));
+  }
+
+  /// Registers a tool. `handler` is a callable (usually a lambda coroutine) taking
+  /// `tool_context&` and optionally one argument value, and returning `task<R>`:
+  /// - argument: a Boost.Describe'd struct (its schema becomes `inputSchema`), or
+  ///   `boost::json::object` for raw arguments (give `info.input_schema` yourself);
+  /// - `R`: `tool_result`, `std::string` (one text block), or a described struct
+  ///   (becomes `structuredContent`, and its schema `outputSchema`).
+  ///
+  /// Errors: throws `std::invalid_argument` when the name breaks MCP's naming rule, the
+  /// description is empty (clients reject such tools), or the name is already taken.
+  template <class Handler>
+  server& tool(tool_info info, Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    using traits = detail::callable_traits<H>;
+    using args = typename traits::args;
+    using ret = typename traits::result;
+    constexpr std::size_t arity = std::tuple_size_v<args>;
+    static_assert(arity == 1 || arity == 2,
+                  "droid: a tool handler takes (droid::tool_context&) or (droid::tool_context&, Args)");
+    static_assert(std::is_same_v<std::tuple_element_t<0, args>, tool_context&>,
+                  "droid: a tool handler's first parameter must be droid::tool_context&");
+    static_assert(detail::task_value<ret>::is_task, "droid: a tool handler must return droid::task<R>");
+    using value = typename detail::task_value<ret>::type;
+    static_assert(std::is_same_v<value, tool_result> || std::is_same_v<value, std::string> ||
+                      detail::described_struct<value>,
+                  "droid: a tool returns task<tool_result>, task<std::string> or task<S> for a described struct S");
+    if constexpr (detail::described_struct<value>) {
+      if (!info.output_schema) info.output_schema = schema_of<value>();
+    }
+
+    auto entry = std::make_shared<detail::tool_entry>();
+    auto shared_handler = std::make_shared<H>(std::forward<Handler>(handler));
+    if constexpr (arity == 2) {
+      using A = std::remove_cvref_t<std::tuple_element_t<1, args>>;
+      static_assert(detail::typed_args<A>,
+                    "droid: tool arguments must be a Boost.Describe'd struct (BOOST_DESCRIBE_STRUCT) or "
+                    "boost::json::object");
+      if constexpr (detail::described_struct<A>) {
+        if (!info.input_schema) info.input_schema = schema_of<A>();
+      }
+      entry->invoke = [shared_handler](tool_context& ctx, const ir::json_node* node) -> task<tool_result> {
+        A a{};
+        std::string error;
+        if (!detail::decode_arguments(node, a, error))
+          return detail::ready_result(tool_result::error("Invalid arguments: " + error));
+        return wrap((*shared_handler)(ctx, std::move(a)));
+      };
+    } else {
+      entry->invoke = [shared_handler](tool_context& ctx, const ir::json_node*) -> task<tool_result> {
+        return wrap((*shared_handler)(ctx));
+      };
+    }
+    entry->info = std::move(info);
+    add_tool(std::move(entry));
+    return *this;
+  }
+
+  /// Removes a tool; live sessions get `notifications/tools/list_changed`. Calls already
+  /// running finish normally. Returns false when no tool had that name.
+  bool remove_tool(std::string_view name);
+
+  [[nodiscard]] std::size_t tool_count() const;
+  [[nodiscard]] const server_info& info() const noexcept { return info_; }
+  [[nodiscard]] const server_options& options() const noexcept { return options_; }
+
+  // ---- engine-facing: used by sessions, not by tool authors --------------------------
+
+  /// The tool named `name`, or null.
+  [[nodiscard]] std::shared_ptr<const detail::tool_entry> find_tool(std::string_view name) const;
+  /// Up to `page_size` listings starting at the first name not less than `from`, and
+  /// the name that starts the next page (empty when this page is the last).
+  [[nodiscard]] std::vector<std::shared_ptr<const detail::tool_entry>> tools_from(std::string_view from,
+                                                                                 std::string& next) const;
+  /// Registers a live session for list_changed notifications.
+  void attach(const std::shared_ptr<session>& s);
+  /// Writes a diagnostic line through `options().log`.
+  void log(std::string_view line) const;
+
+ private:
+  template <class R>
+  static task<tool_result> wrap(task<R> t) {
+    if constexpr (std::is_same_v<R, tool_result>) {
+      return t;
+    } else {
+      return detail::to_tool_result(std::move(t));
+    }
+  }
+
+  void add_tool(std::shared_ptr<detail::tool_entry> entry);
+  void notify_list_changed(std::string_view method);
+
+  struct registry;
+  server_info info_;
+  server_options options_;
+  std::unique_ptr<registry> registry_;
+};
+
+}  // namespace droid

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::session`: one client's MCP conversation in the 2025 protocol era.
+///
+/// Application layer, transport-neutral and free of I/O: a transport decodes bytes into
+/// `ir::message`s, calls `receive`, and supplies an `outbound` for what goes back. That
+/// makes every rule here (lifecycle, duplicate ids, cancellation) testable by feeding
+/// messages and reading what was sent, with no socket or pipe.
+///
+///     transport ---- receive(message) ---->  session  -- lifecycle, in-flight ids
+///         ^                                     |     -- dispatch: ping, tools/*
+///         |                                     v
+///         +------ outbound::send(text) ----  spawned tool tasks (on the executor)
+///
+/// The session is the 2025 layer: `initialize`, negotiated version, the peer's ids and
+/// streams. What a request *does* lives in the dispatcher beneath it, which needs no
+/// session, so a stateless (2026-07-28) front can reuse it (DESIGN.md, "Two protocol eras").
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <asio/any_io_executor.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/server/peer_info.hpp>
+#include <droid/domain/ir/message.hpp>
+
+namespace droid {
+
+class server;
+
+/// The protocol versions this server speaks, newest first.
+inline constexpr std::string_view supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+/// The version to answer for a client that requested `requested`: the same when we
+/// speak it, otherwise our latest (the spec's rule: the client then decides whether to
+/// continue).
+[[nodiscard]] std::string_view negotiate_version(std::string_view requested) noexcept;
+
+/// One client's conversation: lifecycle state, requests in flight, and their tasks.
+///
+/// Why a class of its own (and not per-request state on the transport): duplicate-id
+/// detection and `notifications/cancelled` need a table of the peer's in-flight ids that
+/// lives as long as the conversation, whatever stream each request arrived on.
+/// Invariants: at most one in-flight request per peer id; a cancelled or closed request
+/// gets no response; nothing is sent after `close()`.
+/// Affinity: every member function runs on the session's executor (its shard); spawned
+/// tool tasks run there too, so nothing here takes a lock.
+/// Lifetime: created with `create` and shared: each running tool holds the session alive
+/// until it completes. The `server` must outlive it.
+class session : public std::enable_shared_from_this<session> {
+ public:
+  /// A session serving `srv`, running tools on `executor`, sending through `out`.
+  [[nodiscard]] static std::shared_ptr<session> create(server& srv, asio::any_io_executor executor,
+                                                       std::shared_ptr<outbound> out);
+  ~session();
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  /// Handles one decoded message from the peer.
+  void receive(ir::message message);
+  /// Answers a message the decoder refused (when JSON-RPC says to answer it).
+  void reject(const ir::rejection& why);
+  /// Ends the session: every in-flight request is cancelled (tools see their stop token
+  /// requested), and nothing more is sent. Idempotent.
+  void close();
+
+  /// Requests currently being served.
+  [[nodiscard]] std::size_t in_flight() const noexcept;
+  [[nodiscard]] bool is_initialized() const noexcept;
+  [[nodiscard]] bool is_closed() const noexcept;
+  /// What the client declared in `initialize`.
+  [[nodiscard]] const peer_info& peer() const noexcept;
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
+  /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
+  [[nodiscard]] std::size_t dropped_responses() const noexcept;
+
+  /// Sends a notification that concerns no particular request (list_changed); dropped
+  /// before initialization and after close.
+  void notify(std::string_view method, std::string params_json = {});
+
+ private:
+  struct impl;
+  explicit session(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace droid

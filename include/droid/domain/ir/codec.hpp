@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Decoding bytes into `ir::message` and encoding JSON-RPC messages into text.
+///
+/// Domain layer. The decoder is the one place simdjson is used for envelopes; its rules
+/// (RELIABILITY.md section 2) are written next to the code in lib/domain/ir/decode.cpp.
+/// The encoders append to a caller's buffer so a transport can frame several messages
+/// into one write without intermediate strings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <boost/json/fwd.hpp>
+
+#include <droid/domain/ir/message.hpp>
+
+namespace droid::ir {
+
+/// The deepest nesting the decoder accepts; deeper input is a parse error.
+///
+/// Why a bound: our own walkers recurse, and a peer sending 100,000 `[` must get -32700,
+/// not a stack overflow (RELIABILITY 2.23).
+inline constexpr std::uint32_t max_depth = 128;
+
+/// Either a message or the reason there is none.
+using decoded = std::variant<message, rejection>;
+
+/// Decodes one JSON-RPC message, taking ownership of its bytes.
+///
+/// The whole document is validated before anything is classified, because simdjson's
+/// On-Demand API validates lazily: without the full walk, `{"id":1,"method":"ping",
+/// "params":{"x":[1,}}` would be answered as a ping (RELIABILITY 2.2).
+/// Errors (as `rejection`): `parse_error` for invalid JSON, invalid UTF-8 or excessive
+/// depth; `invalid_request` for batches, scalars, a wrong `jsonrpc`, a bad id or
+/// method, duplicate envelope keys, or a shape that is none of the four kinds.
+/// Malformed responses are rejected with `answer == false`.
+[[nodiscard]] decoded decode(std::string text);
+
+/// Appends `{"jsonrpc":"2.0","id":<id>,"result":<result_json>}`.
+void append_result(std::string& out, const request_id& id, std::string_view result_json);
+
+/// Appends a JSON-RPC error response; an empty `id` is written as `null`.
+/// `data_json`, when not empty, must be one JSON value and becomes `error.data`.
+void append_error(std::string& out, const std::optional<request_id>& id, std::int64_t code,
+                  std::string_view message, std::string_view data_json = {});
+
+/// Appends a request (`params_json` may be empty to omit params).
+void append_request(std::string& out, const request_id& id, std::string_view method,
+                    std::string_view params_json);
+
+/// Appends a notification (`params_json` may be empty to omit params).
+void append_notification(std::string& out, std::string_view method, std::string_view params_json);
+
+/// Appends `v` as compact JSON.
+///
+/// Why not `boost::json::serialize`: Boost 1.81 writes every double in exponent form
+/// (`2E1` for 20), which is valid but reads badly in every tool result a person looks
+/// at; this writes the shortest round-trip form (`20`, `3.5`), and non-finite numbers,
+/// which JSON cannot carry, as `null`.
+void append_json(std::string& out, const boost::json::value& v);
+
+/// `v` as compact JSON text (see `append_json`).
+[[nodiscard]] std::string to_json_text(const boost::json::value& v);
+
+}  // namespace droid::ir

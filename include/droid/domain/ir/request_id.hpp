@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `ir::request_id`: a JSON-RPC id kept exactly as the peer sent it.
+///
+/// Domain layer. MCP allows an id to be an integer or a string and JSON-RPC says `7` and
+/// `"7"` are different ids, so the id is a tagged value, never a normalised string.
+/// Normalising would let a peer's `"7"` answer our `7`, or make two in-flight requests
+/// look like one to the duplicate check.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace droid::ir {
+
+/// An integer or string request id, compared and hashed by kind and value.
+///
+/// Why: the engine's in-flight table and the exchange table are keyed by it; an id that
+/// changed shape on the way through (a rounded double, a re-escaped string that compares
+/// differently) would route an answer to the wrong waiter.
+/// Invariants: integers are the full int64 range; strings are unescaped UTF-8.
+class request_id {
+ public:
+  request_id() noexcept : value_(std::int64_t{0}) {}
+  request_id(std::int64_t n) noexcept : value_(n) {}  // NOLINT: ids are written as literals in tests
+  explicit request_id(std::string s) noexcept : value_(std::move(s)) {}
+
+  [[nodiscard]] bool is_integer() const noexcept { return value_.index() == 0; }
+  [[nodiscard]] bool is_string() const noexcept { return value_.index() == 1; }
+  [[nodiscard]] std::int64_t integer() const noexcept { return std::get<0>(value_); }
+  [[nodiscard]] const std::string& string() const noexcept { return std::get<1>(value_); }
+
+  /// Appends the id as a JSON value (a number, or a string with JSON escapes).
+  void append_json(std::string& out) const;
+  /// The id as JSON text, for logs and tests.
+  [[nodiscard]] std::string to_json() const {
+    std::string s;
+    append_json(s);
+    return s;
+  }
+
+  friend bool operator==(const request_id&, const request_id&) = default;
+
+ private:
+  std::variant<std::int64_t, std::string> value_;
+};
+
+/// Appends `s` to `out` as a JSON string literal (quotes included), escaping what JSON
+/// requires. Shared by every encoder so that no two of them disagree on an escape.
+void append_json_string(std::string& out, std::string_view s);
+
+}  // namespace droid::ir
+
+template <>
+struct std::hash<droid::ir::request_id> {
+  std::size_t operator()(const droid::ir::request_id& id) const noexcept {
+    // Kinds hash apart so that 7 and "7" land in different buckets as well as compare
+    // unequal.
+    return id.is_integer() ? std::hash<std::int64_t>{}(id.integer())
+                           : std::hash<std::string>{}(id.string()) ^ 0x9e3779b97f4a7c15ULL;
+  }
+};

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// MCP content blocks and `droid::tool_result`, the value a tool returns.
+///
+/// Domain layer. Content blocks are built as Boost.JSON objects because that is the value
+/// type users already build results with; the factories below only spell the MCP field
+/// names right, so a user never writes `"mimeType"` by hand and gets it wrong.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+namespace droid {
+
+/// One MCP content block (text, image, audio, resource link, embedded resource).
+///
+/// Why a type and not a bare `boost::json::object`: the factories are the place where
+/// MCP's field names and required members live; a block built here is valid by
+/// construction.
+class content {
+ public:
+  /// `{"type":"text","text":...}`
+  [[nodiscard]] static content text(std::string_view text);
+  /// `{"type":"image","data":<base64>,"mimeType":...}`; `base64_data` must already be base64.
+  [[nodiscard]] static content image(std::string_view base64_data, std::string_view mime_type);
+  /// `{"type":"audio","data":<base64>,"mimeType":...}`
+  [[nodiscard]] static content audio(std::string_view base64_data, std::string_view mime_type);
+  /// `{"type":"resource_link","uri":...,"name":...}` plus optional description and mimeType.
+  [[nodiscard]] static content resource_link(std::string_view uri, std::string_view name,
+                                             std::string_view description = {}, std::string_view mime_type = {});
+  /// An embedded text resource: `{"type":"resource","resource":{"uri","mimeType","text"}}`.
+  [[nodiscard]] static content embedded_text(std::string_view uri, std::string_view text,
+                                             std::string_view mime_type = "text/plain");
+  /// An embedded binary resource: `{"type":"resource","resource":{"uri","mimeType","blob"}}`.
+  [[nodiscard]] static content embedded_blob(std::string_view uri, std::string_view base64_blob,
+                                             std::string_view mime_type);
+
+  /// Attaches MCP annotations (`audience`, `priority`, `lastModified`) verbatim.
+  content& annotate(boost::json::object annotations);
+
+  [[nodiscard]] const boost::json::object& json() const noexcept { return json_; }
+
+ private:
+  explicit content(boost::json::object o) : json_(std::move(o)) {}
+  boost::json::object json_;
+};
+
+/// Standard base64 (RFC 4648, with padding), for image, audio and blob payloads.
+[[nodiscard]] std::string base64_encode(std::string_view bytes);
+
+/// The outcome of one `tools/call`: content blocks, optional structured content, and
+/// whether it is a tool execution error.
+///
+/// Why errors are results and not exceptions or JSON-RPC errors: MCP (2025-11-25,
+/// SEP-1303) wants a failing tool reported *to the model* as `isError: true` content, so
+/// the model can read the reason and retry; a JSON-RPC error is shown to the client only.
+class tool_result {
+ public:
+  tool_result() = default;
+
+  /// A result with one text block.
+  [[nodiscard]] static tool_result text(std::string_view text);
+  /// A tool execution error whose one text block is `message`.
+  [[nodiscard]] static tool_result error(std::string_view message);
+
+  /// Appends a content block.
+  tool_result& add(content block);
+  /// Sets `structuredContent` (must be a JSON object per MCP).
+  tool_result& structured(boost::json::object value);
+  /// Marks the result as a tool execution error.
+  tool_result& set_error(bool is_error = true) noexcept;
+
+  [[nodiscard]] bool is_error() const noexcept { return is_error_; }
+  [[nodiscard]] const std::vector<content>& blocks() const noexcept { return content_; }
+  [[nodiscard]] const std::optional<boost::json::object>& structured_content() const noexcept { return structured_; }
+
+  /// The `CallToolResult` JSON text.
+  [[nodiscard]] std::string to_json() const;
+
+ private:
+  std::vector<content> content_;
+  std::optional<boost::json::object> structured_;
+  bool is_error_ = false;
+};
+
+}  // namespace droid

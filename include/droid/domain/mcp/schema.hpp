@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// C++ types as MCP tool arguments and results: JSON Schema generation, decoding and
+/// encoding driven by Boost.Describe.
+///
+/// Domain layer. A tool's `inputSchema` and the decoder of its arguments come from the
+/// same description of the same struct, so what the client is told and what the server
+/// accepts cannot drift apart.
+///
+/// ## Why our own decoder and not `boost::json::value_to`
+/// Measured with Boost 1.81 (DESIGN.md): `value_to` on a described struct demands every
+/// member, so a missing `std::optional` or a member with a default fails, and its errors
+/// do not name the field. Tool arguments need both, and MCP 2025-11-25 wants argument
+/// errors reported to the model in words it can act on ("`days`: expected an integer").
+///
+/// ## Supported types
+/// `bool`; integers (range-checked, with `minimum`/`maximum` in the schema); `float`,
+/// `double`; `std::string`; described enums (as their names); `std::optional<T>` (not
+/// required); `std::vector<T>`; `std::map<std::string, T>`; nested described structs
+/// (inlined, because many clients strip `$defs`); `boost::json::value` (anything).
+///
+/// ## Descriptions and defaults
+/// Specialise `droid::field_hints<T>` with a `static constexpr droid::field_hint fields[]`
+/// naming members. `defaulted = true` makes a member optional in the schema, with the
+/// value of that member in a value-initialised `T` as its `default`; a missing member
+/// keeps that value when decoding.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <boost/describe/enum.hpp>
+#include <boost/describe/enumerators.hpp>
+#include <boost/describe/members.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/string.hpp>
+#include <boost/json/value.hpp>
+#include <boost/mp11/algorithm.hpp>
+
+#include <droid/domain/ir/json_node.hpp>
+
+namespace droid {
+
+/// A description (and default marker) for one member of a described struct.
+struct field_hint {
+  std::string_view name;
+  std::string_view description;
+  /// The member has a useful default: not required, and `default` appears in the schema.
+  bool defaulted = false;
+};
+
+/// Specialise with `static constexpr field_hint fields[] = {...};` to document members.
+template <class T>
+struct field_hints {};
+
+namespace detail {
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_string_map : std::false_type {};
+template <class T, class C, class A>
+struct is_string_map<std::map<std::string, T, C, A>> : std::true_type {};
+
+template <class T>
+concept described_struct = boost::describe::has_describe_members<T>::value && std::is_class_v<T>;
+template <class T>
+concept described_enum = boost::describe::has_describe_enumerators<T>::value && std::is_enum_v<T>;
+template <class T>
+concept integer = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+template <class T>
+const field_hint* find_hint(std::string_view name) {
+  if constexpr (requires { field_hints<T>::fields; }) {
+    for (const field_hint& h : field_hints<T>::fields)
+      if (h.name == name) return &h;
+  }
+  return nullptr;
+}
+
+template <class T>
+using public_members = boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>;
+
+}  // namespace detail
+
+// ---- encoding ----------------------------------------------------------------------------
+
+/// The JSON value of `v` (what `structuredContent` holds for a typed result).
+/// `std::nullopt` members are omitted rather than written as `null`, because the schema
+/// says "string" and a validating client would reject `null`.
+template <class T>
+[[nodiscard]] boost::json::value to_json_value(const T& v) {
+  using detail::described_enum;
+  using detail::described_struct;
+  if constexpr (std::is_same_v<T, bool>) {
+    return boost::json::value(v);
+  } else if constexpr (detail::integer<T>) {
+    if constexpr (std::is_signed_v<T>) return boost::json::value(static_cast<std::int64_t>(v));
+    else return boost::json::value(static_cast<std::uint64_t>(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return boost::json::value(static_cast<double>(v));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return boost::json::value(boost::json::string_view(v));
+  } else if constexpr (std::is_same_v<T, boost::json::value>) {
+    return v;
+  } else if constexpr (described_enum<T>) {
+    boost::json::value out = boost::json::string();
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<T>>([&](auto d) {
+      if (v == d.value) out = boost::json::string(d.name);
+    });
+    return out;
+  } else if constexpr (detail::is_optional<T>::value) {
+    return v ? to_json_value(*v) : boost::json::value(nullptr);
+  } else if constexpr (detail::is_vector<T>::value) {
+    boost::json::array a;
+    a.reserve(v.size());
+    for (const auto& e : v) a.push_back(to_json_value(e));
+    return a;
+  } else if constexpr (detail::is_string_map<T>::value) {
+    boost::json::object o;
+    for (const auto& [k, e] : v) o[k] = to_json_value(e);
+    return o;
+  } else if constexpr (described_struct<T>) {
+    boost::json::object o;
+    boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) {
+      const auto& m = v.*d.pointer;
+      if constexpr (detail::is_optional<std::remove_cvref_t<decltype(m)>>::value) {
+        if (!m) return;
+      }
+      o[d.name] = to_json_value(m);
+    });
+    return o;
+  } else {
+    static_assert(sizeof(T) == 0,
+                  "droid: this type cannot be converted to JSON; use bool, integers, floating point, std::string, "
+                  "described enums and structs, std::optional, std::vector, std::map<std::string, T> or "
+                  "boost::json::value");
+  }
+}
+
+// ---- schema ------------------------------------------------------------------------------
+
+/// The JSON Schema (2020-12) of `T`; for a described struct, an object schema with
+/// `properties` and `required`.
+template <class T>
+[[nodiscard]] boost::json::object schema_of() {
+  using detail::described_enum;
+  using detail::described_struct;
+  boost::json::object s;
+  if constexpr (std::is_same_v<T, bool>) {
+    s["type"] = "boolean";
+  } else if constexpr (detail::integer<T>) {
+    s["type"] = "integer";
+    // Bounds are stated for narrow types so a model does not offer 5e9 for an `int`.
+    if constexpr (sizeof(T) < 8 || std::is_unsigned_v<T>) {
+      s["minimum"] = static_cast<std::int64_t>(std::numeric_limits<T>::min());
+      if constexpr (sizeof(T) < 8) s["maximum"] = static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    s["type"] = "number";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    s["type"] = "string";
+  } else if constexpr (std::is_same_v<T, boost::json::value>) {
+    // Any JSON value: the empty schema.
+  } else if constexpr (described_enum<T>) {
+    s["type"] = "string";
+    boost::json::array names;
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<T>>([&](auto d) { names.emplace_back(d.name); });
+    s["enum"] = std::move(names);
+  } else if constexpr (detail::is_optional<T>::value) {
+    return schema_of<typename T::value_type>();
+  } else if constexpr (detail::is_vector<T>::value) {
+    s["type"] = "array";
+    s["items"] = schema_of<typename T::value_type>();
+  } else if constexpr (detail::is_string_map<T>::value) {
+    s["type"] = "object";
+    s["additionalProperties"] = schema_of<typename T::mapped_type>();
+  } else if constexpr (described_struct<T>) {
+    s["type"] = "object";
+    boost::json::object props;
+    boost::json::array required;
+    const T defaults{};
+    boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) {
+      using M = std::remove_cvref_t<decltype(defaults.*d.pointer)>;
+      boost::json::object p = schema_of<M>();
+      const field_hint* hint = detail::find_hint<T>(d.name);
+      if (hint && !hint->description.empty()) p["description"] = hint->description;
+      const bool defaulted = hint && hint->defaulted;
+      if (defaulted) p["default"] = to_json_value(defaults.*d.pointer);
+      if (!detail::is_optional<M>::value && !defaulted) required.emplace_back(d.name);
+      props[d.name] = std::move(p);
+    });
+    s["properties"] = std::move(props);
+    if (!required.empty()) s["required"] = std::move(required);
+  } else {
+    static_assert(sizeof(T) == 0,
+                  "droid: no JSON Schema for this type; use bool, integers, floating point, std::string, described "
+                  "enums and structs, std::optional, std::vector, std::map<std::string, T> or boost::json::value");
+  }
+  return s;
+}
+
+// ---- decoding ----------------------------------------------------------------------------
+
+namespace detail {
+
+/// Appends a path segment: `a` + `b` gives "a.b"; an index gives "a[3]".
+inline std::string join_path(const std::string& base, std::string_view name) {
+  if (base.empty()) return std::string(name);
+  std::string p = base;
+  p += '.';
+  p += name;
+  return p;
+}
+
+inline bool fail(std::string& error, const std::string& path, std::string_view what, const ir::json_node& n) {
+  error = "`" + (path.empty() ? std::string("arguments") : path) + "`: expected " + std::string(what) + ", got " +
+          std::string(n.kind_name());
+  return false;
+}
+
+template <class T>
+bool decode_value(const ir::json_node& n, T& out, const std::string& path, std::string& error);
+
+template <class T>
+bool decode_value(const ir::json_node& n, T& out, const std::string& path, std::string& error) {
+  using K = ir::json_node::type;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (n.kind() != K::boolean) return fail(error, path, "a boolean", n);
+    out = n.boolean();
+    return true;
+  } else if constexpr (integer<T>) {
+    const K k = n.kind();
+    if (k == K::integer) {
+      const std::int64_t v = n.integer();
+      if constexpr (std::is_signed_v<T>) {
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+          return error = "`" + path + "`: " + std::to_string(v) + " is out of range", false;
+      } else {
+        if (v < 0 || static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max())
+          return error = "`" + path + "`: " + std::to_string(v) + " is out of range", false;
+      }
+      out = static_cast<T>(v);
+      return true;
+    }
+    if (k == K::unsigned_integer) {
+      const std::uint64_t v = n.unsigned_integer();
+      if (std::is_signed_v<T> || v > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+        return error = "`" + path + "`: " + std::to_string(v) + " is out of range", false;
+      out = static_cast<T>(v);
+      return true;
+    }
+    // JSON Schema's "integer" admits 3.0: a number whose fraction is zero.
+    if (k == K::floating) {
+      const double d = n.number();
+      if (std::trunc(d) == d && d >= static_cast<double>(std::numeric_limits<T>::min()) &&
+          d <= static_cast<double>(std::numeric_limits<T>::max())) {
+        out = static_cast<T>(d);
+        return true;
+      }
+    }
+    return fail(error, path, "an integer", n);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!n.is_number()) return fail(error, path, "a number", n);
+    out = static_cast<T>(n.number());
+    return true;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (n.kind() != K::string) return fail(error, path, "a string", n);
+    out.assign(n.string());
+    return true;
+  } else if constexpr (std::is_same_v<T, boost::json::value>) {
+    switch (n.kind()) {
+      case K::null: out = nullptr; return true;
+      case K::boolean: out = n.boolean(); return true;
+      case K::integer: out = n.integer(); return true;
+      case K::unsigned_integer: out = n.unsigned_integer(); return true;
+      case K::floating: out = n.number(); return true;
+      case K::string: out = boost::json::string(n.string()); return true;
+      case K::array: {
+        boost::json::array a;
+        bool ok = true;
+        n.for_each_element([&](const ir::json_node& e) {
+          if (!ok) return;
+          boost::json::value v;
+          ok = decode_value(e, v, path, error);
+          a.push_back(std::move(v));
+        });
+        out = std::move(a);
+        return ok;
+      }
+      case K::object: {
+        boost::json::object o;
+        bool ok = true;
+        n.for_each_member([&](std::string_view k, const ir::json_node& e) {
+          if (!ok) return;
+          boost::json::value v;
+          ok = decode_value(e, v, path, error);
+          o[k] = std::move(v);
+        });
+        out = std::move(o);
+        return ok;
+      }
+    }
+    return false;
+  } else if constexpr (described_enum<T>) {
+    if (n.kind() != K::string) return fail(error, path, "a string", n);
+    const std::string_view s = n.string();
+    bool found = false;
+    std::string allowed;
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<T>>([&](auto d) {
+      if (!allowed.empty()) allowed += ", ";
+      allowed += d.name;
+      if (!found && s == d.name) {
+        out = d.value;
+        found = true;
+      }
+    });
+    if (!found) error = "`" + path + "`: \"" + std::string(s) + "\" is not one of " + allowed;
+    return found;
+  } else if constexpr (is_optional<T>::value) {
+    // An explicit null for an optional member means "not given".
+    if (n.kind() == K::null) {
+      out.reset();
+      return true;
+    }
+    typename T::value_type v{};
+    if (!decode_value(n, v, path, error)) return false;
+    out = std::move(v);
+    return true;
+  } else if constexpr (is_vector<T>::value) {
+    if (n.kind() != K::array) return fail(error, path, "an array", n);
+    out.clear();
+    bool ok = true;
+    std::size_t i = 0;
+    n.for_each_element([&](const ir::json_node& e) {
+      if (!ok) return;
+      typename T::value_type v{};
+      ok = decode_value(e, v, path + "[" + std::to_string(i++) + "]", error);
+      if (ok) out.push_back(std::move(v));
+    });
+    return ok;
+  } else if constexpr (is_string_map<T>::value) {
+    if (n.kind() != K::object) return fail(error, path, "an object", n);
+    out.clear();
+    bool ok = true;
+    n.for_each_member([&](std::string_view k, const ir::json_node& e) {
+      if (!ok) return;
+      typename T::mapped_type v{};
+      ok = decode_value(e, v, join_path(path, k), error);
+      if (ok) out[std::string(k)] = std::move(v);
+    });
+    return ok;
+  } else if constexpr (described_struct<T>) {
+    if (n.kind() != K::object) return fail(error, path, "an object", n);
+    bool ok = true;
+    boost::mp11::mp_for_each<public_members<T>>([&](auto d) {
+      if (!ok) return;
+      using M = std::remove_cvref_t<decltype(out.*d.pointer)>;
+      const std::string member_path = join_path(path, d.name);
+      ir::json_node m;
+      if (!n.find(d.name, m)) {
+        const field_hint* hint = find_hint<T>(d.name);
+        if (!is_optional<M>::value && !(hint && hint->defaulted)) {
+          error = "`" + member_path + "` is required";
+          ok = false;
+        }
+        return;
+      }
+      ok = decode_value(m, out.*d.pointer, member_path, error);
+    });
+    return ok;
+  } else {
+    static_assert(sizeof(T) == 0, "droid: this type cannot be decoded from JSON (see schema.hpp for the list)");
+  }
+}
+
+}  // namespace detail
+
+/// Decodes `node` into `out` (which should start value-initialised, so that members the
+/// JSON omits keep their defaults). On failure returns false and sets `error` to a
+/// sentence naming the member and the problem.
+template <class T>
+[[nodiscard]] bool decode(const ir::json_node& node, T& out, std::string& error) {
+  return detail::decode_value(node, out, std::string(), error);
+}
+
+}  // namespace droid

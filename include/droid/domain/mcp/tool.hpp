@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::tool_info`: what `tools/list` says about a tool.
+///
+/// Domain layer: plain descriptors, no handlers (those live in the application layer).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+namespace droid {
+
+/// MCP tool annotations: hints a client may show or use for confirmation prompts.
+/// Unset hints are omitted, so the client applies the spec's defaults.
+struct tool_annotations {
+  std::optional<bool> read_only_hint;
+  std::optional<bool> destructive_hint;
+  std::optional<bool> idempotent_hint;
+  std::optional<bool> open_world_hint;
+};
+
+/// An icon for a tool, prompt, resource or the server (MCP 2025-11-25).
+struct icon {
+  std::string src;
+  std::string mime_type;
+  std::vector<std::string> sizes;
+  std::string theme;  ///< "light", "dark" or empty
+};
+
+/// Everything `tools/list` reports about one tool.
+///
+/// Why schemas are optional here: typed tools fill them from their C++ types at
+/// registration; a tool with raw JSON arguments may supply them or get `{"type":"object"}`.
+struct tool_info {
+  std::string name;
+  std::string title;
+  std::string description;
+  tool_annotations annotations;
+  std::vector<icon> icons;
+  std::optional<boost::json::object> input_schema;
+  std::optional<boost::json::object> output_schema;
+};
+
+/// True when `name` follows MCP 2025-11-25's tool name rule: 1 to 128 characters from
+/// `[A-Za-z0-9_.-]`. Why enforced: clients (and the conformance suite) reject tools
+/// whose names break it, and they reject the whole list, not just the one tool.
+[[nodiscard]] bool is_valid_tool_name(std::string_view name) noexcept;
+
+/// The tool's `tools/list` entry.
+[[nodiscard]] boost::json::object to_json(const tool_info& info);
+
+/// The `icons` array of an MCP descriptor.
+[[nodiscard]] boost::json::array to_json(const std::vector<icon>& icons);
+
+}  // namespace droid

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The umbrella header: exactly the supported public surface of protocol_droid.
+#pragma once
+
+#include <droid/adapters/primary/transport/stdio/stdio.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/application/server/tool_context.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/application/task.hpp>
+#include <droid/application/use_task.hpp>
+#include <droid/domain/errc.hpp>
+#include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/schema.hpp>
+#include <droid/domain/mcp/tool.hpp>
+#include <droid/domain/result.hpp>
+#include <droid/version.hpp>

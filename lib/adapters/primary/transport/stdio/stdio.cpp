@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The stdio transport: a line reader feeding the session, one writer draining it.
+///
+///     stdin --read_some--> reader task --decode--> session --send--> line_writer queue
+///                                                                        |
+///     stdout <------------------- writer task (one write per batch) <----+
+///
+/// ## Why one writer coroutine fed by a queue
+/// Tools finish in any order and each produces a response; if each wrote to stdout
+/// itself, two writes could interleave bytes of two messages. The queue makes the writer
+/// the only code that touches stdout, and lets it batch everything queued into one
+/// write, which under load is most of the throughput.
+#include <droid/adapters/primary/transport/stdio/stdio.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <asio/buffer.hpp>
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/application/use_task.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+namespace droid::stdio {
+namespace {
+
+/// The session's outbound side: a queue and the one coroutine that writes it.
+///
+/// Invariants: only `write_loop` writes to the descriptor; `send` never blocks.
+/// Affinity: the session's shard.
+class line_writer final : public outbound {
+ public:
+  line_writer(const asio::any_io_executor& ex, int fd) : out_(ex), wake_(ex) {
+    wake_.expires_at(asio::steady_timer::time_point::max());
+    std::error_code ec;
+    out_.assign(::dup(fd), ec);
+    if (ec) failed_ = true;
+  }
+
+  void send(std::string message) override {
+    if (failed_) return;
+    queue_.push_back(std::move(message));
+    wake_.cancel();
+  }
+
+  /// Flush what is queued, then stop.
+  void finish() {
+    finishing_ = true;
+    wake_.cancel();
+  }
+
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+
+  task<void> write_loop(std::stop_source& on_failure) {
+    std::string batch;
+    while (!failed_) {
+      if (queue_.empty()) {
+        if (finishing_) break;
+        // The timer is a condition variable: `send` cancels it. The queue is checked
+        // before every wait, so a cancel that happened while writing is not lost.
+        (void)co_await wake_.async_wait(use_task);
+        continue;
+      }
+      batch.clear();
+      for (std::string& m : queue_) {
+        batch += m;
+        batch += '\n';
+      }
+      queue_.clear();
+      auto [ec, n] = co_await asio::async_write(out_, asio::buffer(batch), use_task);
+      if (ec) {
+        // EPIPE and friends: nobody reads our answers any more, so the session is over.
+        failed_ = true;
+        on_failure.request_stop();
+      }
+    }
+    std::error_code ignored;
+    out_.close(ignored);
+  }
+
+ private:
+  asio::posix::stream_descriptor out_;
+  asio::steady_timer wake_;
+  std::deque<std::string> queue_;
+  bool finishing_ = false;
+  bool failed_ = false;
+};
+
+bool is_blank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+}  // namespace
+
+task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_fd, options opts,
+               std::stop_token stop) {
+  auto writer = std::make_shared<line_writer>(executor, out_fd);
+  auto s = session::create(srv, executor, writer);
+
+  // Input ends on EOF, on a read error, when the writer fails, or on the caller's stop.
+  std::stop_source end_input;
+  std::stop_callback forward_stop(stop, [&end_input] { end_input.request_stop(); });
+
+  asio::steady_timer writer_done(executor, asio::steady_timer::time_point::max());
+  bool writer_finished = false;
+  spawn(executor, writer->write_loop(end_input), [&writer_finished, &writer_done](std::exception_ptr) {
+    writer_finished = true;
+    writer_done.cancel();
+  });
+
+  asio::posix::stream_descriptor in(executor);
+  std::error_code ec;
+  in.assign(::dup(in_fd), ec);
+
+  std::string buf;
+  std::size_t scanned = 0;
+  bool discarding = false;  // inside a line that exceeded the limit
+  constexpr std::size_t chunk = 64 * 1024;
+
+  auto oversize = [&] {
+    s->reject(ir::rejection{ir::errc::invalid_request,
+                            "Invalid Request: message exceeds the " + std::to_string(opts.max_message_size) +
+                                "-byte limit",
+                            std::nullopt, true});
+  };
+
+  while (!ec && !end_input.stop_requested()) {
+    const std::size_t old = buf.size();
+    buf.resize(old + chunk);
+    auto [read_ec, n] = co_await in.async_read_some(asio::buffer(buf.data() + old, chunk), use_task(end_input.get_token()));
+    buf.resize(old + n);
+    if (read_ec) break;
+
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = buf.find('\n', scanned)) != std::string::npos; scanned = start) {
+      std::string_view line(buf.data() + start, nl - start);
+      start = nl + 1;
+      if (discarding) {
+        discarding = false;
+        oversize();
+        continue;
+      }
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (is_blank(line)) continue;
+      if (line.size() > opts.max_message_size) {
+        oversize();
+        continue;
+      }
+      auto decoded = ir::decode(std::string(line));
+      if (auto* m = std::get_if<ir::message>(&decoded)) {
+        s->receive(std::move(*m));
+      } else {
+        s->reject(std::get<ir::rejection>(decoded));
+      }
+    }
+    buf.erase(0, start);
+    scanned = buf.size();
+    // A partial line past the limit is dropped now and its remainder as it arrives, so
+    // a hostile peer cannot make us buffer more than one limit plus one read.
+    if (discarding || buf.size() > opts.max_message_size) {
+      discarding = true;
+      buf.clear();
+      scanned = 0;
+    }
+  }
+
+  // Input is over: cancel every running tool and give them a bounded time to unwind.
+  s->close();
+  asio::steady_timer tick(executor);
+  const auto deadline = std::chrono::steady_clock::now() + opts.drain_timeout;
+  while (s->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    tick.expires_after(std::chrono::milliseconds(5));
+    (void)co_await tick.async_wait(use_task);
+  }
+  if (s->in_flight() > 0) srv.log("stdio: tools still running after the drain timeout were abandoned");
+
+  writer->finish();
+  if (!writer_finished) (void)co_await writer_done.async_wait(use_task);
+  std::error_code ignored;
+  in.close(ignored);
+}
+
+int serve(server& srv, options opts) {
+  // A closed stdout must surface as EPIPE on the write, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  // Asio switches the descriptors to non-blocking mode, and stdin may be a terminal
+  // shared with the parent shell: restore the flags on the way out.
+  const int in_flags = ::fcntl(0, F_GETFL);
+  const int out_flags = ::fcntl(1, F_GETFL);
+
+  asio::io_context io(1);
+  std::stop_source stop;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&stop](const std::error_code& ec, int) {
+    if (!ec) stop.request_stop();
+  });
+
+  bool done = false;
+  spawn(io.get_executor(), run(srv, io.get_executor(), 0, 1, opts, stop.get_token()),
+        [&](std::exception_ptr failure) {
+          done = true;
+          signals.cancel();
+          if (failure) {
+            try {
+              std::rethrow_exception(failure);
+            } catch (const std::exception& e) {
+              srv.log(std::string("stdio transport failed: ") + e.what());
+            }
+          }
+          // Tools that ignored cancellation past the drain timeout must not keep the
+          // process alive.
+          io.stop();
+        });
+  io.run();
+  if (in_flags >= 0) ::fcntl(0, F_SETFL, in_flags);
+  if (out_flags >= 0) ::fcntl(1, F_SETFL, out_flags);
+  return done ? 0 : 1;
+}
+
+}  // namespace droid::stdio

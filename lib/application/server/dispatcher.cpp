@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Method handlers: ping, tools/list, tools/call.
+#include "dispatcher.hpp"
+
+#include <exception>
+
+#include <droid/domain/ir/json_node.hpp>
+
+namespace droid::detail {
+namespace {
+
+constexpr std::string_view cursor_prefix = "dc1.";
+
+/// Reads `_meta.progressToken` (an integer or a string) when the client sent one.
+std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
+  ir::json_node meta, token;
+  if (!params.find("_meta", meta) || !meta.find("progressToken", token)) return std::nullopt;
+  if (token.kind() == ir::json_node::type::integer) return ir::request_id(token.integer());
+  if (token.kind() == ir::json_node::type::string) return ir::request_id(std::string(token.string()));
+  return std::nullopt;
+}
+
+/// Runs a tool to completion, turning whatever it does into a reply.
+/// Why here and not in the tool wrapper: a throwing tool must become `isError` content
+/// for that call only (as the official SDKs do), whatever adapter produced its task.
+/// `tool` is held for the whole call, and declared before `work` so it is destroyed
+/// after it: the handler's lambda (and its captures) must outlive its coroutine frame
+/// even if the tool is removed meanwhile.
+task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, task<tool_result> work) {
+  tool_result result;
+  try {
+    result = co_await std::move(work);
+  } catch (const std::exception& e) {
+    result = tool_result::error(e.what());
+  } catch (...) {
+    result = tool_result::error("the tool failed with an exception that is not a std::exception");
+  }
+  co_return reply::ok(result.to_json());
+}
+
+}  // namespace
+
+std::string encode_cursor(std::string_view next) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string c(cursor_prefix);
+  for (const unsigned char ch : next) {
+    c += hex[ch >> 4];
+    c += hex[ch & 0xF];
+  }
+  return c;
+}
+
+bool decode_cursor(std::string_view cursor, std::string& next) {
+  if (!cursor.starts_with(cursor_prefix)) return false;
+  cursor.remove_prefix(cursor_prefix.size());
+  if (cursor.size() % 2 != 0) return false;
+  next.clear();
+  auto nibble = [](char ch) -> int {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < cursor.size(); i += 2) {
+    const int hi = nibble(cursor[i]), lo = nibble(cursor[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    next += static_cast<char>(hi << 4 | lo);
+  }
+  return true;
+}
+
+std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
+                                                      request_scope scope) {
+  // MCP params are objects; an array or a scalar on a known method is invalid params
+  // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
+  if (params.present() && params.kind != ir::json_kind::object && params.kind != ir::json_kind::null)
+    return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");
+  if (method == "ping") return reply::ok("{}");
+  if (method == "tools/list") return list_tools(params);
+  if (method == "tools/call") return call_tool(params, scope);
+  return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
+}
+
+reply dispatcher::list_tools(ir::raw_json params) {
+  std::string from;
+  if (params.kind == ir::json_kind::object) {
+    bool bad = false;
+    const std::error_code ec = ir::visit_json(params.text, [&](const ir::json_node& p) {
+      ir::json_node cursor;
+      if (!p.find("cursor", cursor) || cursor.kind() == ir::json_node::type::null) return;
+      bad = cursor.kind() != ir::json_node::type::string || !decode_cursor(cursor.string(), from);
+    });
+    if (ec || bad) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
+  }
+  std::string next;
+  const auto page = server_.tools_from(from, next);
+  std::string out = R"({"tools":[)";
+  for (std::size_t i = 0; i < page.size(); ++i) {
+    if (i) out += ',';
+    out += page[i]->listing;
+  }
+  out += ']';
+  if (!next.empty()) {
+    out += R"(,"nextCursor":)";
+    ir::append_json_string(out, encode_cursor(next));
+  }
+  out += '}';
+  return reply::ok(std::move(out));
+}
+
+std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, request_scope& scope) {
+  if (params.kind != ir::json_kind::object)
+    return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
+  std::optional<std::variant<reply, task<reply>>> outcome;
+  std::string_view detail;
+  const std::error_code ec = ir::visit_json(
+      params.text,
+      [&](const ir::json_node& p) {
+        ir::json_node name;
+        if (!p.find("name", name) || name.kind() != ir::json_node::type::string) {
+          outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
+          return;
+        }
+        auto tool = server_.find_tool(name.string());
+        if (!tool) {
+          // MCP: an unknown tool is a protocol error, not a tool execution error.
+          outcome = reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
+          return;
+        }
+        ir::json_node args;
+        const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
+        if (has_args && args.kind() != ir::json_node::type::object) {
+          outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
+          return;
+        }
+        scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), scope.stop, scope.executor);
+        // The arguments are decoded now, while the parsed tape exists; the task owns the
+        // decoded value, not the tape.
+        task<tool_result> work = tool->invoke(*scope.context, has_args ? &args : nullptr);
+        outcome = run_tool(std::move(tool), std::move(work));
+      },
+      &detail);
+  if (ec) return reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(detail));
+  return std::move(*outcome);
+}
+
+}  // namespace droid::detail

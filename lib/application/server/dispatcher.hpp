@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The request pipeline: what each MCP method does, independent of sessions.
+///
+/// Application layer, private. The 2025 session (lifecycle, the peer's ids, streams)
+/// sits on top of this and feeds it requests it has already admitted; a stateless front
+/// for the 2026-07-28 era can feed it the same way, with the peer's info taken from each
+/// request's `_meta` instead of from `initialize`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <asio/any_io_executor.hpp>
+
+#include <droid/application/server/peer_info.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/tool_context.hpp>
+#include <droid/application/task.hpp>
+#include <droid/domain/errc.hpp>
+#include <droid/domain/ir/message.hpp>
+
+namespace droid::detail {
+
+/// The answer to one request: a result's JSON text, or a JSON-RPC error.
+struct reply {
+  std::string result;
+  std::int64_t code = 0;  ///< 0 for a result
+  std::string message;
+  std::string data;  ///< JSON text of `error.data`, or empty
+
+  [[nodiscard]] bool is_error() const noexcept { return code != 0; }
+  [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, {}, {}}; }
+  [[nodiscard]] static reply error(ir::errc c, std::string text, std::string data_json = {}) {
+    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json)};
+  }
+};
+
+/// Everything a request handler may use besides its parameters.
+///
+/// Lifetime: owned by the caller's per-request record, which outlives any task the
+/// dispatcher returns; `context` is constructed here for tools and must stay put.
+struct request_scope {
+  const peer_info& peer;
+  request_channel& channel;
+  ir::request_id id;
+  std::stop_token stop;
+  asio::any_io_executor executor;
+  std::optional<tool_context>& context;
+};
+
+/// Maps methods to handlers. Stateless apart from the server it reads.
+class dispatcher {
+ public:
+  explicit dispatcher(server& srv) noexcept : server_(srv) {}
+
+  /// Handles `method`: an immediate reply, or a task that computes one (tools). The task
+  /// never throws: a tool's exception becomes its `isError` result.
+  [[nodiscard]] std::variant<reply, task<reply>> dispatch(std::string_view method, ir::raw_json params,
+                                                          request_scope scope);
+
+ private:
+  reply list_tools(ir::raw_json params);
+  std::variant<reply, task<reply>> call_tool(ir::raw_json params, request_scope& scope);
+
+  server& server_;
+};
+
+/// Opaque pagination cursors: `next` names where the next page starts. Why opaque: MCP
+/// says clients must not parse cursors, and an encoding we own lets us change paging
+/// without breaking anyone.
+[[nodiscard]] std::string encode_cursor(std::string_view next);
+/// Returns false for a cursor we did not make.
+[[nodiscard]] bool decode_cursor(std::string_view cursor, std::string& next);
+
+}  // namespace droid::detail

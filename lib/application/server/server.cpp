@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The server's registries and the list_changed fan-out.
+#include <droid/application/server/server.hpp>
+
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include <asio/post.hpp>
+
+#include <droid/application/server/session.hpp>
+
+namespace droid {
+
+/// The mutable part of a server, behind one mutex.
+///
+/// Why a mutex and not shard-local copies: registration is rare and lookups are one
+/// uncontended lock; copies per shard would need their own change propagation. Revisit
+/// with a benchmark that shows the lock.
+struct server::registry {
+  mutable std::mutex mutex;
+  // Ordered by name: pagination walks names, so a tool added or removed between two
+  // pages shifts nothing else.
+  std::map<std::string, std::shared_ptr<const detail::tool_entry>, std::less<>> tools;
+  std::vector<std::weak_ptr<session>> sessions;
+};
+
+server::server(server_info info, server_options options)
+    : info_(std::move(info)), options_(std::move(options)), registry_(std::make_unique<registry>()) {
+  if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
+}
+
+server::~server() = default;
+
+void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
+  if (!is_valid_tool_name(entry->info.name))
+    throw std::invalid_argument("droid: tool name \"" + entry->info.name +
+                                "\" must be 1 to 128 characters from A-Z, a-z, 0-9, '_', '.' and '-'");
+  if (entry->info.description.empty())
+    throw std::invalid_argument("droid: tool \"" + entry->info.name +
+                                "\" needs a description: clients reject tools without one");
+  entry->listing = ir::to_json_text(to_json(entry->info));
+  {
+    std::lock_guard lock(registry_->mutex);
+    auto [it, inserted] = registry_->tools.try_emplace(entry->info.name, nullptr);
+    if (!inserted) throw std::invalid_argument("droid: a tool named \"" + entry->info.name + "\" is already registered");
+    it->second = std::move(entry);
+  }
+  notify_list_changed("notifications/tools/list_changed");
+}
+
+bool server::remove_tool(std::string_view name) {
+  {
+    std::lock_guard lock(registry_->mutex);
+    auto it = registry_->tools.find(name);
+    if (it == registry_->tools.end()) return false;
+    registry_->tools.erase(it);
+  }
+  notify_list_changed("notifications/tools/list_changed");
+  return true;
+}
+
+std::size_t server::tool_count() const {
+  std::lock_guard lock(registry_->mutex);
+  return registry_->tools.size();
+}
+
+std::shared_ptr<const detail::tool_entry> server::find_tool(std::string_view name) const {
+  std::lock_guard lock(registry_->mutex);
+  auto it = registry_->tools.find(name);
+  return it == registry_->tools.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const detail::tool_entry>> server::tools_from(std::string_view from,
+                                                                          std::string& next) const {
+  std::vector<std::shared_ptr<const detail::tool_entry>> page;
+  next.clear();
+  std::lock_guard lock(registry_->mutex);
+  auto it = registry_->tools.lower_bound(from);
+  for (; it != registry_->tools.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
+  if (it != registry_->tools.end()) next = it->first;
+  return page;
+}
+
+void server::attach(const std::shared_ptr<session>& s) {
+  std::lock_guard lock(registry_->mutex);
+  std::erase_if(registry_->sessions, [](const std::weak_ptr<session>& w) { return w.expired(); });
+  registry_->sessions.push_back(s);
+}
+
+void server::notify_list_changed(std::string_view method) {
+  std::vector<std::shared_ptr<session>> live;
+  {
+    std::lock_guard lock(registry_->mutex);
+    std::erase_if(registry_->sessions, [](const std::weak_ptr<session>& w) { return w.expired(); });
+    for (const auto& w : registry_->sessions)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+  }
+  // Posted, not called: a session belongs to its shard, and registration may come from
+  // any thread (or from inside a tool running on that very session).
+  for (auto& s : live) {
+    asio::post(s->executor(), [s, m = std::string(method)] { s->notify(m); });
+  }
+}
+
+void server::log(std::string_view line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::clog << "droid: " << line << '\n';
+  }
+}
+
+}  // namespace droid

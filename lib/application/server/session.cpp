@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The 2025-era session: lifecycle, the peer's in-flight ids, cancellation.
+///
+/// ## Why the in-flight table is keyed by the peer's id exactly
+/// The id is all a `notifications/cancelled` names, and all a response carries. Keyed by
+/// anything looser (a string form), `7` and `"7"` would collide; keyed by nothing, a
+/// second request reusing an id while the first runs would get the first one's answer or
+/// cancellation. So a duplicate is refused outright (RELIABILITY decision 5) and exactly
+/// one response ever carries a given id.
+///
+/// ## Why a cancelled request is still awaited
+/// Cancelling requests the tool's stop token; it does not destroy the frame. The tool
+/// unwinds at its next await (which completes as cancelled), its task ends normally,
+/// and only then is the entry erased. Destroying a suspended frame from outside would
+/// leave Asio holding a handler into freed memory.
+#include <droid/application/server/session.hpp>
+
+#include <exception>
+#include <optional>
+#include <stop_token>
+#include <unordered_map>
+
+#include <droid/application/server/server.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/json_node.hpp>
+
+#include <droid/domain/ir/codec.hpp>
+
+#include "dispatcher.hpp"
+
+namespace droid {
+
+std::string_view negotiate_version(std::string_view requested) noexcept {
+  for (const std::string_view v : supported_versions)
+    if (v == requested) return v;
+  return supported_versions[0];
+}
+
+namespace {
+
+/// One request being served: its stop source and the context its tool sees.
+struct call final : detail::request_channel {
+  call(session& s, ir::request_id i) : owner(s), id(std::move(i)) {}
+  void notify(std::string_view method, std::string params_json) override {
+    // A cancelled request is silent from then on: MCP says the sender of the
+    // cancellation no longer expects anything about it.
+    if (!cancelled) owner.notify(method, std::move(params_json));
+  }
+  session& owner;
+  ir::request_id id;
+  std::stop_source stop;
+  bool cancelled = false;
+  std::optional<tool_context> context;
+};
+
+}  // namespace
+
+struct session::impl {
+  impl(server& s, asio::any_io_executor e, std::shared_ptr<outbound> o)
+      : srv(s), executor(std::move(e)), out(std::move(o)), dispatch(s) {}
+
+  void send(std::string text) {
+    if (!closed) out->send(std::move(text));
+  }
+  void send_error(const std::optional<ir::request_id>& id, ir::errc code, std::string_view text) {
+    std::string buf;
+    ir::append_error(buf, id, static_cast<std::int64_t>(code), text);
+    send(std::move(buf));
+  }
+  void send_reply(const ir::request_id& id, const detail::reply& r) {
+    std::string buf;
+    if (r.is_error()) {
+      ir::append_error(buf, id, r.code, r.message, r.data);
+    } else {
+      buf.reserve(r.result.size() + 40);
+      ir::append_result(buf, id, r.result);
+    }
+    send(std::move(buf));
+  }
+
+  server& srv;
+  asio::any_io_executor executor;
+  std::shared_ptr<outbound> out;
+  detail::dispatcher dispatch;
+  peer_info peer;
+  bool initialized = false;
+  bool closed = false;
+  std::size_t dropped = 0;
+  std::unordered_map<ir::request_id, std::unique_ptr<call>> in_flight;
+};
+
+session::session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+session::~session() = default;
+
+std::shared_ptr<session> session::create(server& srv, asio::any_io_executor executor, std::shared_ptr<outbound> out) {
+  std::shared_ptr<session> s(new session(std::make_unique<impl>(srv, std::move(executor), std::move(out))));
+  srv.attach(s);
+  return s;
+}
+
+std::size_t session::in_flight() const noexcept { return impl_->in_flight.size(); }
+bool session::is_initialized() const noexcept { return impl_->initialized; }
+bool session::is_closed() const noexcept { return impl_->closed; }
+const peer_info& session::peer() const noexcept { return impl_->peer; }
+const asio::any_io_executor& session::executor() const noexcept { return impl_->executor; }
+std::size_t session::dropped_responses() const noexcept { return impl_->dropped; }
+
+void session::notify(std::string_view method, std::string params_json) {
+  if (!impl_->initialized) return;
+  std::string buf;
+  ir::append_notification(buf, method, params_json);
+  impl_->send(std::move(buf));
+}
+
+void session::reject(const ir::rejection& why) {
+  if (why.answer) impl_->send_error(why.id, why.code, why.message);
+}
+
+void session::close() {
+  impl& s = *impl_;
+  if (s.closed) return;
+  // Closed first, so that anything the stop callbacks resume sees a session that no
+  // longer sends; then every tool is told to stop.
+  s.closed = true;
+  for (auto& [id, c] : s.in_flight) {
+    c->cancelled = true;
+    c->stop.request_stop();
+  }
+}
+
+namespace {
+
+/// Handles `initialize`: negotiates the version and records what the client declared.
+/// Why parsed here and not in the dispatcher: the handshake *is* the 2025 session; the
+/// 2026-07-28 era has none, and the dispatcher must not depend on it.
+std::optional<std::string> read_initialize(ir::raw_json params, peer_info& peer, std::string& error) {
+  if (params.kind != ir::json_kind::object) {
+    error = "Invalid params: initialize needs protocolVersion, capabilities and clientInfo";
+    return std::nullopt;
+  }
+  std::optional<std::string> requested;
+  std::string_view detail;
+  const std::error_code ec = ir::visit_json(
+      params.text,
+      [&](const ir::json_node& p) {
+        ir::json_node version, caps, info;
+        if (!p.find("protocolVersion", version) || version.kind() != ir::json_node::type::string) {
+          error = "Invalid params: \"protocolVersion\" must be a string";
+          return;
+        }
+        boost::json::value v;
+        if (p.find("capabilities", caps) && caps.kind() == ir::json_node::type::object && decode(caps, v, error))
+          peer.capabilities = std::move(v.as_object());
+        if (p.find("clientInfo", info) && info.kind() == ir::json_node::type::object && decode(info, v, error))
+          peer.client_info = std::move(v.as_object());
+        requested = std::string(version.string());
+      },
+      &detail);
+  if (ec) error = "Invalid params: " + std::string(detail);
+  return requested;
+}
+
+std::string initialize_result(const server& srv, std::string_view version) {
+  const server_info& info = srv.info();
+  boost::json::object caps;
+  if (srv.tool_count() > 0) caps["tools"] = boost::json::object{{"listChanged", true}};
+  boost::json::object server_info_json{{"name", info.name}, {"version", info.version}};
+  if (!info.title.empty()) server_info_json["title"] = info.title;
+  if (!info.website_url.empty()) server_info_json["websiteUrl"] = info.website_url;
+  if (!info.icons.empty()) server_info_json["icons"] = to_json(info.icons);
+  boost::json::object result{{"protocolVersion", version}, {"capabilities", std::move(caps)},
+                             {"serverInfo", std::move(server_info_json)}};
+  if (!info.instructions.empty()) result["instructions"] = info.instructions;
+  return ir::to_json_text(result);
+}
+
+/// The request id a `notifications/cancelled` names, if it is well formed.
+std::optional<ir::request_id> cancelled_id(ir::raw_json params) {
+  if (params.kind != ir::json_kind::object) return std::nullopt;
+  std::optional<ir::request_id> id;
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+    ir::json_node rid;
+    if (!p.find("requestId", rid)) return;
+    if (rid.kind() == ir::json_node::type::integer) id = ir::request_id(rid.integer());
+    if (rid.kind() == ir::json_node::type::string) id = ir::request_id(std::string(rid.string()));
+  });
+  return id;
+}
+
+}  // namespace
+
+void session::receive(ir::message msg) {
+  impl& s = *impl_;
+  if (s.closed) return;
+
+  if (msg.is_response()) {
+    // No request of ours is outstanding yet in this layer (the exchange table arrives
+    // with server-to-client requests), so every answer is to an unknown id: dropped,
+    // counted, never dispatched and never answered (RELIABILITY 2.16).
+    ++s.dropped;
+    return;
+  }
+
+  if (msg.is_notification()) {
+    const std::string& m = msg.method();
+    if (m == "notifications/initialized") return;
+    if (m == "notifications/cancelled") {
+      // Unknown, completed or malformed cancellations are ignored (RELIABILITY 2.28).
+      if (auto id = cancelled_id(msg.params())) {
+        if (auto it = s.in_flight.find(*id); it != s.in_flight.end()) {
+          it->second->cancelled = true;
+          it->second->stop.request_stop();
+        }
+      }
+    }
+    // Every other notification, known or not, gets no output (RELIABILITY 2.11).
+    return;
+  }
+
+  const ir::request_id& id = msg.id();
+  const std::string& method = msg.method();
+
+  if (method == "initialize") {
+    if (s.initialized) {
+      s.send_error(id, ir::errc::invalid_request, "Invalid Request: the session is already initialized");
+      return;
+    }
+    std::string error;
+    peer_info peer;
+    auto requested = read_initialize(msg.params(), peer, error);
+    if (!requested) {
+      s.send_error(id, ir::errc::invalid_params, error);
+      return;
+    }
+    const std::string_view version = negotiate_version(*requested);
+    peer.protocol_version = std::string(version);
+    s.peer = std::move(peer);
+    s.initialized = true;
+    s.send_reply(id, detail::reply::ok(initialize_result(s.srv, version)));
+    return;
+  }
+
+  // Before the handshake only ping is served: the spec says so, and a server that
+  // answered tools/list here would be promising capabilities it has not negotiated.
+  if (!s.initialized && method != "ping") {
+    s.send_error(id, ir::errc::invalid_request, "Invalid Request: the session is not initialized; send initialize first");
+    return;
+  }
+
+  if (s.in_flight.contains(id)) {
+    // id null: answering with the id would make two responses carry it, and the peer
+    // could not tell which request each one ends (RELIABILITY decision 5).
+    s.send_error(std::nullopt, ir::errc::invalid_request,
+                 "Invalid Request: request id " + id.to_json() + " is already in flight");
+    return;
+  }
+
+  auto c = std::make_unique<call>(*this, id);
+  call& record = *c;
+  std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
+  try {
+    dispatched.emplace(s.dispatch.dispatch(
+        method, msg.params(),
+        detail::request_scope{s.peer, record, id, record.stop.get_token(), s.executor, record.context}));
+  } catch (const std::exception& e) {
+    // A handler of ours failed before any task existed: same rule as after, a generic
+    // answer for the peer and the detail for the log; the session goes on.
+    s.srv.log(std::string("handler for ") + method + " failed: " + e.what());
+    s.send_error(id, ir::errc::internal_error, "Internal error");
+    return;
+  }
+  auto& outcome = *dispatched;
+
+  if (auto* now = std::get_if<detail::reply>(&outcome)) {
+    s.send_reply(id, *now);
+    return;
+  }
+
+  s.in_flight.emplace(id, std::move(c));
+  spawn(s.executor, std::move(std::get<1>(outcome)),
+        [self = shared_from_this(), id](std::exception_ptr failure, detail::reply r) {
+          impl& st = *self->impl_;
+          auto it = st.in_flight.find(id);
+          if (it == st.in_flight.end()) return;
+          const bool silent = it->second->cancelled;
+          st.in_flight.erase(it);
+          if (silent) return;
+          if (failure) {
+            // The dispatcher turns tool exceptions into results, so this is a handler of
+            // ours failing: a generic answer for the peer, the detail for the log.
+            try {
+              std::rethrow_exception(failure);
+            } catch (const std::exception& e) {
+              st.srv.log(std::string("handler failed: ") + e.what());
+            } catch (...) {
+              st.srv.log("handler failed with a non-standard exception");
+            }
+            st.send_error(id, ir::errc::internal_error, "Internal error");
+            return;
+          }
+          st.send_reply(id, r);
+        });
+}
+
+}  // namespace droid

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The JSON-RPC envelope decoder and `json_node`: the only translation unit that
+/// includes simdjson.
+///
+/// ## Why one On-Demand walk over the whole document
+/// On-Demand parses lazily: members nobody reads are skipped by bracket counting, not
+/// validated. A decoder that only read `id` and `method` would answer a ping whose
+/// `params` is broken JSON. So the envelope is read *while* every value is walked once:
+/// numbers parsed, literals checked, depth bounded. The walk also yields the raw span of
+/// `params` (start token to the next structural character), which is what travels on.
+///
+/// ## Why string values are not unescaped during the walk
+/// A lone surrogate escape (`"\ud800"`) is valid JSON grammar. Rejecting it here would
+/// make it a -32700 for the whole message; leaving it to the typed decoder makes it an
+/// invalid-params answer for the one field that holds it (RELIABILITY 2.25, decision 7).
+/// Envelope strings (`jsonrpc`, `method`, string ids) are unescaped and must be valid.
+#include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/json_node.hpp>
+
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include <simdjson.h>
+
+namespace droid::ir {
+
+namespace od = simdjson::ondemand;
+
+struct message_builder {
+  static message& set(message& m, std::string&& text) {
+    m.text_ = std::move(text);
+    m.text_size_ = m.text_.size();
+    return m;
+  }
+  static message::span span_of(const message& m, std::string_view v, json_kind kind) {
+    return {static_cast<std::uint32_t>(v.data() - m.text_.data()), static_cast<std::uint32_t>(v.size()), kind};
+  }
+  static void fill(message& m, message_kind kind, std::optional<request_id>&& id, std::string&& method,
+                   message::span params, message::span result, message::span error_data, std::int64_t code,
+                   std::string&& error_message) {
+    m.kind_ = kind;
+    if (id) m.id_ = std::move(*id);
+    m.method_ = std::move(method);
+    m.params_ = params;
+    m.result_ = result;
+    m.error_data_ = error_data;
+    m.error_code_ = code;
+    m.error_message_ = std::move(error_message);
+  }
+};
+
+namespace {
+
+/// Thrown nowhere: the walk returns simdjson error codes, mapped once at the top.
+using simdjson::error_code;
+
+json_kind kind_of(od::json_type t) {
+  switch (t) {
+    case od::json_type::array: return json_kind::array;
+    case od::json_type::object: return json_kind::object;
+    case od::json_type::number: return json_kind::number;
+    case od::json_type::string: return json_kind::string;
+    case od::json_type::boolean: return json_kind::boolean;
+    case od::json_type::null: return json_kind::null;
+  }
+  return json_kind::absent;
+}
+
+/// Walks one value completely, validating everything On-Demand would otherwise skip.
+/// Recursion is bounded by `max_depth`, so hostile nesting cannot exhaust the stack.
+error_code walk(od::value v, std::uint32_t depth) {
+  if (depth > max_depth) return simdjson::DEPTH_ERROR;
+  od::json_type t;
+  if (auto e = v.type().get(t)) return e;
+  switch (t) {
+    case od::json_type::object: {
+      od::object o;
+      if (auto e = v.get_object().get(o)) return e;
+      for (auto field_result : o) {
+        od::field f;
+        if (auto e = std::move(field_result).get(f)) return e;
+        // Keys are compared by the envelope check and by decoders, so they must unescape.
+        std::string_view key;
+        if (auto e = f.unescaped_key().get(key)) return e;
+        if (auto e = walk(f.value(), depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array a;
+      if (auto e = v.get_array().get(a)) return e;
+      for (auto element : a) {
+        od::value ev;
+        if (auto e = std::move(element).get(ev)) return e;
+        if (auto e = walk(ev, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      od::number n;
+      return v.get_number().get(n);
+    }
+    case od::json_type::string: {
+      od::raw_json_string s;
+      return v.get_raw_json_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b;
+      return v.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null = false;
+      if (auto e = v.is_null().get(is_null)) return e;
+      return is_null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::INCORRECT_TYPE;
+}
+
+/// The id as MCP allows it (integer or string), or nothing when it is of another kind.
+/// Why `1.0` is refused: MCP says integer, TS would silently treat it as 1, and echoing
+/// `1` for `1.0` or `1.0` for `1` both surprise someone (RELIABILITY decision 7).
+std::optional<request_id> read_id(od::value v, bool& valid) {
+  valid = false;
+  od::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    valid = true;
+    return request_id(std::string(s));
+  }
+  if (t == od::json_type::number) {
+    od::number_type nt;
+    if (v.get_number_type().get(nt) || nt != od::number_type::signed_integer) return std::nullopt;
+    std::int64_t n;
+    if (v.get_int64().get(n)) return std::nullopt;
+    valid = true;
+    return request_id(n);
+  }
+  return std::nullopt;
+}
+
+/// Trims JSON whitespace from the end of a raw span (the walk's end position is the next
+/// structural character, so the whitespace before it belongs to no value).
+std::string_view trim_end(const char* begin, const char* end) {
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
+  return {begin, static_cast<std::size_t>(end - begin)};
+}
+
+rejection parse_failure(error_code e) {
+  rejection r;
+  r.code = errc::parse_error;
+  r.message = std::string("Parse error: ") + simdjson::error_message(e);
+  return r;
+}
+
+rejection invalid(std::string text, std::optional<request_id> id = std::nullopt) {
+  rejection r;
+  r.code = errc::invalid_request;
+  r.message = std::move(text);
+  r.id = std::move(id);
+  return r;
+}
+
+/// True when nothing but whitespace follows the root value. simdjson 3.0 has no
+/// `document::at_end`; its iterator reports "out of bounds" exactly there.
+bool at_end(od::document& doc) {
+  return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
+}
+
+od::parser& thread_parser() {
+  // One parser per thread: it keeps its buffers between messages, so steady-state
+  // decoding allocates nothing, and shards never share it.
+  thread_local od::parser parser;
+  return parser;
+}
+
+}  // namespace
+
+decoded decode(std::string text) {
+  const std::size_t size = text.size();
+  if (size > std::numeric_limits<std::uint32_t>::max()) return invalid("message too large");
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end; reserving them here (once,
+  // usually within the transport's existing capacity) avoids a padded copy.
+  text.reserve(size + simdjson::SIMDJSON_PADDING);
+  message m;
+  message_builder::set(m, std::move(text));
+  std::string_view buffer = m.text();
+  const char* base = buffer.data();
+
+  od::document doc;
+  if (auto e = thread_parser()
+                   .iterate(simdjson::padded_string_view(base, size, size + simdjson::SIMDJSON_PADDING))
+                   .get(doc)) {
+    return parse_failure(e);
+  }
+
+  od::json_type root_type;
+  if (auto e = doc.type().get(root_type)) return parse_failure(e);
+
+  if (root_type != od::json_type::object) {
+    // Validate first: `[1,}` is a parse error, not a batch.
+    if (root_type == od::json_type::array) {
+      od::value root;
+      if (auto e = doc.get_value().get(root)) return parse_failure(e);
+      if (auto e = walk(root, 1)) return parse_failure(e);
+      if (!at_end(doc)) return parse_failure(simdjson::TRAILING_CONTENT);
+      return invalid("Invalid Request: batches are not supported (MCP removed JSON-RPC batching in 2025-06-18)");
+    }
+    // A scalar document: check it is a valid scalar, then refuse its shape.
+    error_code e = simdjson::SUCCESS;
+    switch (root_type) {
+      case od::json_type::number: { od::number n; e = doc.get_number().get(n); break; }
+      case od::json_type::string: { std::string_view s; e = doc.get_string().get(s); break; }
+      case od::json_type::boolean: { bool b; e = doc.get_bool().get(b); break; }
+      default: { bool n = false; e = doc.is_null().get(n); if (!e && !n) e = simdjson::N_ATOM_ERROR; break; }
+    }
+    if (e) return parse_failure(e);
+    if (!at_end(doc)) return parse_failure(simdjson::TRAILING_CONTENT);
+    return invalid("Invalid Request: a JSON-RPC message must be an object");
+  }
+
+  od::object root;
+  if (auto e = doc.get_object().get(root)) return parse_failure(e);
+
+  // What the envelope says, gathered during the one walk and judged after it, because a
+  // parse error anywhere in the document outranks every shape complaint.
+  bool dup = false;
+  bool seen_jsonrpc = false, seen_id = false, seen_method = false, seen_params = false, seen_result = false,
+       seen_error = false;
+  bool jsonrpc_ok = false, id_valid = false, method_ok = false, error_ok = false;
+  std::optional<request_id> id;
+  std::string method;
+  message::span params, result, error_data;
+  std::int64_t error_code_value = 0;
+  std::string error_message;
+
+  auto capture = [&](od::value v, od::json_type t, message::span& out) -> error_code {
+    const char* start = v.raw_json_token().data();
+    if (auto e = walk(v, 2)) return e;
+    const char* end = nullptr;
+    if (auto e = doc.current_location().get(end)) return e;
+    out = message_builder::span_of(m, trim_end(start, end), kind_of(t));
+    return simdjson::SUCCESS;
+  };
+
+  for (auto field_result : root) {
+    od::field f;
+    if (auto e = std::move(field_result).get(f)) return parse_failure(e);
+    std::string_view key;
+    if (auto e = f.unescaped_key().get(key)) return parse_failure(e);
+    od::value v = f.value();
+    od::json_type t;
+    if (auto e = v.type().get(t)) return parse_failure(e);
+
+    // Exact, case-sensitive matches only: "Method" and "method\u0000" are unknown members
+    // (RELIABILITY 2.21, 2.22), so they are walked and otherwise ignored.
+    if (key == "jsonrpc") {
+      dup |= seen_jsonrpc;
+      seen_jsonrpc = true;
+      std::string_view s;
+      if (t == od::json_type::string) {
+        if (v.get_string().get(s)) return parse_failure(simdjson::STRING_ERROR);
+        jsonrpc_ok = (s == "2.0");
+      } else if (auto e = walk(v, 2)) {
+        return parse_failure(e);
+      }
+    } else if (key == "id") {
+      dup |= seen_id;
+      seen_id = true;
+      if (t == od::json_type::number || t == od::json_type::string) {
+        // Validate the number fully first: an overflowing one is a parse error.
+        if (t == od::json_type::number) {
+          od::number n;
+          if (auto e = v.get_number().get(n)) return parse_failure(e);
+        }
+        id = read_id(v, id_valid);
+        if (t == od::json_type::string && !id_valid) return parse_failure(simdjson::STRING_ERROR);
+      } else if (auto e = walk(v, 2)) {
+        return parse_failure(e);
+      }
+    } else if (key == "method") {
+      dup |= seen_method;
+      seen_method = true;
+      if (t == od::json_type::string) {
+        std::string_view s;
+        if (auto e = v.get_string().get(s)) return parse_failure(e);
+        method.assign(s);
+        method_ok = true;
+      } else if (auto e = walk(v, 2)) {
+        return parse_failure(e);
+      }
+    } else if (key == "params") {
+      dup |= seen_params;
+      seen_params = true;
+      if (auto e = capture(v, t, params)) return parse_failure(e);
+    } else if (key == "result") {
+      dup |= seen_result;
+      seen_result = true;
+      if (auto e = capture(v, t, result)) return parse_failure(e);
+    } else if (key == "error") {
+      dup |= seen_error;
+      seen_error = true;
+      if (t != od::json_type::object) {
+        if (auto e = walk(v, 2)) return parse_failure(e);
+        continue;
+      }
+      od::object eo;
+      if (auto e = v.get_object().get(eo)) return parse_failure(e);
+      bool has_code = false, has_message = false;
+      for (auto ef_result : eo) {
+        od::field ef;
+        if (auto e = std::move(ef_result).get(ef)) return parse_failure(e);
+        std::string_view ek;
+        if (auto e = ef.unescaped_key().get(ek)) return parse_failure(e);
+        od::value ev = ef.value();
+        od::json_type et;
+        if (auto e = ev.type().get(et)) return parse_failure(e);
+        if (ek == "code" && et == od::json_type::number) {
+          od::number n;
+          if (auto e = ev.get_number().get(n)) return parse_failure(e);
+          if (n.is_int64()) {
+            error_code_value = n.get_int64();
+            has_code = true;
+          }
+        } else if (ek == "message" && et == od::json_type::string) {
+          std::string_view s;
+          if (auto e = ev.get_string().get(s)) return parse_failure(e);
+          error_message.assign(s);
+          has_message = true;
+        } else if (ek == "data") {
+          if (auto e = capture(ev, et, error_data)) return parse_failure(e);
+        } else if (auto e = walk(ev, 3)) {
+          return parse_failure(e);
+        }
+      }
+      error_ok = has_code && has_message;
+    } else if (auto e = walk(v, 2)) {
+      // Unknown members are ignored (RELIABILITY 2.30) but still validated.
+      return parse_failure(e);
+    }
+  }
+  if (!at_end(doc)) return parse_failure(simdjson::TRAILING_CONTENT);
+
+  // The document is valid JSON; from here on every complaint is about its shape. The id
+  // is echoed only when it is one MCP allows (RELIABILITY 2.4).
+  std::optional<request_id> echo = id_valid ? id : std::nullopt;
+  if (dup) return invalid("Invalid Request: duplicate member in the JSON-RPC envelope");
+  if (!seen_jsonrpc || !jsonrpc_ok) return invalid("Invalid Request: \"jsonrpc\" must be \"2.0\"", echo);
+
+  if (seen_method) {
+    if (!method_ok) return invalid("Invalid Request: \"method\" must be a string");
+    if (seen_id && !id_valid) return invalid("Invalid Request: \"id\" must be an integer or a string");
+    if (seen_result || seen_error) return invalid("Invalid Request: a request cannot carry a result or an error", echo);
+    message_builder::fill(m, seen_id ? message_kind::request : message_kind::notification, std::move(id),
+                          std::move(method), params, {}, {}, 0, {});
+    return decoded(std::in_place_index<0>, std::move(m));
+  }
+
+  // No method: a response, or nothing at all.
+  if (seen_id && id_valid && (seen_result != seen_error)) {
+    if (seen_error && !error_ok) {
+      rejection r = invalid("malformed error response: error needs an integer code and a string message", echo);
+      r.answer = false;
+      return r;
+    }
+    message_builder::fill(m, seen_result ? message_kind::response : message_kind::error, std::move(id), {}, {},
+                          result, error_data, error_code_value, std::move(error_message));
+    return decoded(std::in_place_index<0>, std::move(m));
+  }
+  if (seen_result || seen_error) {
+    // A malformed answer (both members, or a bad id) is dropped: answering an answer
+    // could loop between two peers that both do so (RELIABILITY 2.17).
+    rejection r = invalid("malformed response: it needs a valid id and exactly one of result or error", echo);
+    r.answer = false;
+    return r;
+  }
+  return invalid("Invalid Request: a message needs a \"method\" (request or notification) or a result", echo);
+}
+
+// ---- json_node -------------------------------------------------------------------------
+
+struct json_node_access {
+  static simdjson::dom::element get(const json_node& n) noexcept {
+    simdjson::dom::element e;
+    std::memcpy(static_cast<void*>(&e), n.bytes_, sizeof e);
+    return e;
+  }
+  static json_node make(const simdjson::dom::element& e) noexcept {
+    json_node n;
+    std::memcpy(n.bytes_, static_cast<const void*>(&e), sizeof e);
+    return n;
+  }
+};
+
+static_assert(sizeof(simdjson::dom::element) <= 16, "json_node storage must hold a dom::element");
+static_assert(std::is_trivially_copyable_v<simdjson::dom::element>, "json_node copies dom::element bytes");
+
+json_node::type json_node::kind() const noexcept {
+  switch (json_node_access::get(*this).type()) {
+    case simdjson::dom::element_type::ARRAY: return type::array;
+    case simdjson::dom::element_type::OBJECT: return type::object;
+    case simdjson::dom::element_type::INT64: return type::integer;
+    case simdjson::dom::element_type::UINT64: return type::unsigned_integer;
+    case simdjson::dom::element_type::DOUBLE: return type::floating;
+    case simdjson::dom::element_type::STRING: return type::string;
+    case simdjson::dom::element_type::BOOL: return type::boolean;
+    case simdjson::dom::element_type::NULL_VALUE: return type::null;
+  }
+  return type::null;
+}
+
+bool json_node::boolean() const noexcept { return json_node_access::get(*this).get_bool().value_unsafe(); }
+std::int64_t json_node::integer() const noexcept { return json_node_access::get(*this).get_int64().value_unsafe(); }
+std::uint64_t json_node::unsigned_integer() const noexcept {
+  return json_node_access::get(*this).get_uint64().value_unsafe();
+}
+double json_node::number() const noexcept {
+  auto e = json_node_access::get(*this);
+  switch (e.type()) {
+    case simdjson::dom::element_type::INT64: return static_cast<double>(e.get_int64().value_unsafe());
+    case simdjson::dom::element_type::UINT64: return static_cast<double>(e.get_uint64().value_unsafe());
+    default: return e.get_double().value_unsafe();
+  }
+}
+std::string_view json_node::string() const noexcept {
+  return json_node_access::get(*this).get_string().value_unsafe();
+}
+std::size_t json_node::size() const noexcept {
+  auto e = json_node_access::get(*this);
+  if (e.is_array()) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] auto x : e.get_array().value_unsafe()) ++n;
+    return n;
+  }
+  if (e.is_object()) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] auto x : e.get_object().value_unsafe()) ++n;
+    return n;
+  }
+  return 0;
+}
+bool json_node::find(std::string_view key, json_node& out) const noexcept {
+  auto e = json_node_access::get(*this);
+  if (!e.is_object()) return false;
+  for (auto member : e.get_object().value_unsafe()) {
+    if (member.key == key) {
+      out = json_node_access::make(member.value);
+      return true;
+    }
+  }
+  return false;
+}
+std::string_view json_node::kind_name() const noexcept {
+  switch (kind()) {
+    case type::null: return "null";
+    case type::boolean: return "a boolean";
+    case type::integer:
+    case type::unsigned_integer: return "an integer";
+    case type::floating: return "a number";
+    case type::string: return "a string";
+    case type::array: return "an array";
+    case type::object: return "an object";
+  }
+  return "a value";
+}
+void json_node::each_element(void (*fn)(void*, const json_node&), void* ctx) const {
+  auto e = json_node_access::get(*this);
+  if (!e.is_array()) return;
+  for (auto x : e.get_array().value_unsafe()) fn(ctx, json_node_access::make(x));
+}
+void json_node::each_member(void (*fn)(void*, std::string_view, const json_node&), void* ctx) const {
+  auto e = json_node_access::get(*this);
+  if (!e.is_object()) return;
+  for (auto member : e.get_object().value_unsafe()) fn(ctx, member.key, json_node_access::make(member.value));
+}
+
+std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&), void* ctx,
+                           std::string_view* detail) {
+  // A nested visit (a decoder that decodes) gets a parser of its own, so it cannot
+  // overwrite the tape its caller is still reading.
+  thread_local simdjson::dom::parser shared(1u << 26);
+  thread_local bool busy = false;
+  simdjson::dom::parser local;
+  simdjson::dom::parser& parser = busy ? local : shared;
+  simdjson::dom::element root;
+  // `parse` copies into its own padded buffer: the views we get are not padded.
+  if (auto e = parser.parse(text.data(), text.size(), true).get(root)) {
+    if (detail) *detail = simdjson::error_message(e);
+    return make_error_code(errc::invalid_params);
+  }
+  const bool was_busy = busy;
+  busy = true;
+  struct reset {
+    bool& flag;
+    bool value;
+    ~reset() { flag = value; }
+  } guard{busy, was_busy};
+  visit(ctx, json_node_access::make(root));
+  return {};
+}
+
+}  // namespace droid::ir

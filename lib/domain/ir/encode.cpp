@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// JSON-RPC encoders: envelopes written by hand around pre-serialised payloads.
+///
+/// Why by hand and not through a `boost::json::object`: the payload (a result, params) is
+/// already text by the time the envelope is written, and wrapping it in a DOM only to
+/// serialise it again would copy every byte twice.
+#include <droid/domain/ir/codec.hpp>
+
+#include <charconv>
+#include <cmath>
+
+#include <boost/json/value.hpp>
+
+namespace droid::ir {
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out.push_back('"');
+  std::size_t run = 0;  // start of the current run of bytes that need no escape
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default: {
+        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+        out.append(esc, 6);
+      }
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+void request_id::append_json(std::string& out) const {
+  if (is_integer()) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, integer());
+    out.append(buf, end);
+  } else {
+    append_json_string(out, string());
+  }
+}
+
+void append_json(std::string& out, const boost::json::value& v) {
+  char buf[32];
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; return;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
+    case boost::json::kind::int64: {
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_int64());
+      out.append(buf, end);
+      return;
+    }
+    case boost::json::kind::uint64: {
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_uint64());
+      out.append(buf, end);
+      return;
+    }
+    case boost::json::kind::double_: {
+      const double d = v.get_double();
+      if (!std::isfinite(d)) {
+        out += "null";
+        return;
+      }
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+      out.append(buf, end);
+      return;
+    }
+    case boost::json::kind::string: {
+      const boost::json::string& s = v.get_string();
+      append_json_string(out, std::string_view(s.data(), s.size()));
+      return;
+    }
+    case boost::json::kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const boost::json::value& e : v.get_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json(out, e);
+      }
+      out.push_back(']');
+      return;
+    }
+    case boost::json::kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& member : v.get_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, std::string_view(member.key().data(), member.key().size()));
+        out.push_back(':');
+        append_json(out, member.value());
+      }
+      out.push_back('}');
+      return;
+    }
+  }
+}
+
+std::string to_json_text(const boost::json::value& v) {
+  std::string out;
+  append_json(out, v);
+  return out;
+}
+
+void append_result(std::string& out, const request_id& id, std::string_view result_json) {
+  out += R"({"jsonrpc":"2.0","id":)";
+  id.append_json(out);
+  out += R"(,"result":)";
+  out += result_json;
+  out.push_back('}');
+}
+
+void append_error(std::string& out, const std::optional<request_id>& id, std::int64_t code,
+                  std::string_view message, std::string_view data_json) {
+  out += R"({"jsonrpc":"2.0","id":)";
+  if (id) {
+    id->append_json(out);
+  } else {
+    out += "null";
+  }
+  out += R"(,"error":{"code":)";
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, code);
+  out.append(buf, end);
+  out += R"(,"message":)";
+  append_json_string(out, message);
+  if (!data_json.empty()) {
+    out += R"(,"data":)";
+    out += data_json;
+  }
+  out += "}}";
+}
+
+void append_request(std::string& out, const request_id& id, std::string_view method, std::string_view params_json) {
+  out += R"({"jsonrpc":"2.0","id":)";
+  id.append_json(out);
+  out += R"(,"method":)";
+  append_json_string(out, method);
+  if (!params_json.empty()) {
+    out += R"(,"params":)";
+    out += params_json;
+  }
+  out.push_back('}');
+}
+
+void append_notification(std::string& out, std::string_view method, std::string_view params_json) {
+  out += R"({"jsonrpc":"2.0","method":)";
+  append_json_string(out, method);
+  if (!params_json.empty()) {
+    out += R"(,"params":)";
+    out += params_json;
+  }
+  out.push_back('}');
+}
+
+}  // namespace droid::ir
