@@ -10,12 +10,22 @@
 ///
 ///     awaiting coroutine                         task frame
 ///     ------------------                         ----------
-///     co_await t  --- await_suspend(h) ------->  continuation_ = h, resume frame
-///                                                ... runs, may suspend on Asio ...
-///     resumes     <-- final_suspend: return h -- (symmetric transfer, no stack growth)
-///     await_resume(): value or rethrow
+///     co_await t  --- await_suspend(h) ------->  continuation_ = h; resume() the frame
+///                                                ... runs until it suspends or ends ...
+///     ended already? await_suspend returns false: carry on, no stack growth
+///     suspended?     stays parked; when the frame ends later, final_suspend returns h
+///                    (symmetric transfer) and the awaiting coroutine resumes
+///
+/// ## Why a handshake flag and not only symmetric transfer
+/// Symmetric transfer is a tail call only when the compiler emits one: g++ 12 does not at
+/// -O0 or under ASan, and a loop of a million already-complete awaits then overflows the
+/// stack. The flag (cppcoro's original scheme) lets a task that finishes inside
+/// `await_suspend` return there instead of resuming its awaiter from underneath, so the
+/// stack stays flat in every build; symmetric transfer still hands control back when the
+/// task finishes later, from an Asio handler.
 #pragma once
 
+#include <atomic>
 #include <coroutine>
 #include <exception>
 #include <type_traits>
@@ -33,15 +43,19 @@ namespace detail {
 
 /// What every task promise shares: the continuation and the symmetric hand-back.
 struct task_promise_base : frame_allocation {
-  /// Resumes whoever awaited the task by returning its handle from `await_suspend`.
-  /// Why not call `resume()`: a loop of a million synchronously completing tasks would
-  /// then nest a million stack frames.
+  /// Hands control back to whoever awaited the task, if it is parked.
+  ///
+  /// Whoever flips `ready_` second acts: if the awaiter already suspended (flag set), the
+  /// task resumes it by symmetric transfer; if the awaiter is still inside its
+  /// `await_suspend` (the task finished synchronously), the awaiter sees the flag and
+  /// continues by itself.
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> h) noexcept {
-      std::coroutine_handle<> next = h.promise().continuation_;
-      return next ? next : std::noop_coroutine();
+      task_promise_base& p = h.promise();
+      if (p.ready_.exchange(true, std::memory_order_acq_rel) && p.continuation_) return p.continuation_;
+      return std::noop_coroutine();
     }
     void await_resume() const noexcept {}
   };
@@ -52,6 +66,10 @@ struct task_promise_base : frame_allocation {
   final_awaiter final_suspend() const noexcept { return {}; }
 
   std::coroutine_handle<> continuation_;
+  /// Set by whichever of "the awaiter suspended" and "the task finished" happens first.
+  /// Atomic because a task may finish on another thread (offloaded work) while its
+  /// awaiter is still in `await_suspend`.
+  std::atomic<bool> ready_{false};
 };
 
 template <class T>
@@ -124,11 +142,13 @@ class [[nodiscard]] task {
     struct awaiter {
       std::coroutine_handle<promise_type> h;
       bool await_ready() const noexcept { return !h || h.done(); }
-      // Returning the task's handle transfers control to it directly: no stack frame of
-      // ours remains underneath it.
-      std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+      // bool: the task may finish inside `resume()`, and then the awaiting coroutine
+      // continues without suspending (returns false) instead of being resumed from
+      // beneath the task's frame.
+      bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
         h.promise().continuation_ = awaiting;
-        return h;
+        h.resume();
+        return !h.promise().ready_.exchange(true, std::memory_order_acq_rel);
       }
       T await_resume() { return h.promise().take(); }
     };

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Test support: run tasks to completion, capture what a session sends, and step the
+/// io_context instead of sleeping (STYLE.md 3.8: tests are deterministic).
+#pragma once
+
+#include <coroutine>
+#include <deque>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <asio/io_context.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/application/task.hpp>
+
+namespace droid::test {
+
+/// Runs `t` on `io` until it completes and returns its value (or rethrows).
+template <class T>
+T run(asio::io_context& io, task<T> t) {
+  std::exception_ptr failure;
+  std::optional<std::conditional_t<std::is_void_v<T>, int, T>> value;
+  bool done = false;
+  if constexpr (std::is_void_v<T>) {
+    spawn(io.get_executor(), std::move(t), [&](std::exception_ptr e) {
+      failure = e;
+      value.emplace(0);
+      done = true;
+    });
+  } else {
+    spawn(io.get_executor(), std::move(t), [&](std::exception_ptr e, T v) {
+      failure = e;
+      value.emplace(std::move(v));
+      done = true;
+    });
+  }
+  io.restart();
+  while (!done && io.run_one() > 0) {
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (!done) throw std::runtime_error("task did not complete: the io_context ran out of work");
+  if constexpr (!std::is_void_v<T>) return std::move(*value);
+}
+
+/// Runs everything that is ready, without blocking on timers in the future.
+inline std::size_t poll(asio::io_context& io) {
+  io.restart();
+  return io.poll();
+}
+
+/// An `outbound` that records every message, parsed, for assertions.
+class capture final : public outbound {
+ public:
+  void send(std::string message) override { sent.push_back(std::move(message)); }
+
+  /// The i-th message sent, parsed.
+  [[nodiscard]] boost::json::value json(std::size_t i) const { return boost::json::parse(sent.at(i)); }
+  /// Parses and removes the oldest message.
+  [[nodiscard]] boost::json::value pop() {
+    boost::json::value v = boost::json::parse(sent.front());
+    sent.pop_front();
+    return v;
+  }
+
+  std::deque<std::string> sent;
+};
+
+}  // namespace droid::test
+
+#include <asio/basic_waitable_timer.hpp>
+#include <chrono>
+
+namespace droid::test {
+
+/// A clock that moves only when a test says so (STYLE.md 2.7).
+struct manual_clock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<manual_clock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept { return current; }
+  static void advance(duration d) noexcept { current += d; }
+  static inline time_point current{};
+};
+
+/// Wait traits that never let the reactor block: `poll()` re-checks the manual clock.
+struct manual_wait_traits {
+  static manual_clock::duration to_wait_duration(const manual_clock::duration&) { return {}; }
+  static manual_clock::duration to_wait_duration(const manual_clock::time_point&) { return {}; }
+};
+
+using manual_timer = asio::basic_waitable_timer<manual_clock, manual_wait_traits>;
+
+}  // namespace droid::test

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The stdio transport over real pipes, on an io_context the test steps.
+#include <droid/adapters/primary/transport/stdio/stdio.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include <asio/io_context.hpp>
+
+#include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
+
+#include <doctest/doctest.h>
+
+#include <droid/application/server/server.hpp>
+#include <droid/application/spawn.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+/// Two pipes around a `stdio::run`: the test writes the server's input and reads its output.
+struct pipes_fixture {
+  asio::io_context io;
+  droid::server srv{droid::server_info{"stdio-test", "0", {}, {}, {}, {}}};
+  int to_server[2]{-1, -1};
+  int from_server[2]{-1, -1};
+  bool finished = false;
+  std::string output;
+  int slow_cancelled = 0;
+
+  explicit pipes_fixture(droid::stdio::options opts = {}) {
+    std::signal(SIGPIPE, SIG_IGN);
+    REQUIRE(::pipe(to_server) == 0);
+    REQUIRE(::pipe(from_server) == 0);
+    ::fcntl(from_server[0], F_SETFL, O_NONBLOCK);
+    srv.tool("slow", "Waits an hour unless cancelled", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      if (co_await ctx.sleep(std::chrono::hours(1))) ++slow_cancelled;
+      co_return "slept";
+    });
+    droid::spawn(io.get_executor(), droid::stdio::run(srv, io.get_executor(), to_server[0], from_server[1], opts),
+                 [this](std::exception_ptr e) {
+                   REQUIRE_FALSE(e);
+                   finished = true;
+                 });
+  }
+
+  ~pipes_fixture() {
+    close_input();
+    for (int i = 0; i < 10000 && !finished; ++i) step();
+    for (int fd : {to_server[0], from_server[0], from_server[1]})
+      if (fd >= 0) ::close(fd);
+  }
+
+  void write(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(to_server[1], bytes.data() + done, bytes.size() - done);
+      REQUIRE(n > 0);
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  void close_input() {
+    if (to_server[1] >= 0) ::close(to_server[1]);
+    to_server[1] = -1;
+  }
+  void step() {
+    io.restart();
+    io.run_one_for(std::chrono::milliseconds(20));
+    char buf[65536];
+    for (ssize_t n; (n = ::read(from_server[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<std::size_t>(n));
+  }
+  /// Steps until `count` lines have been written by the server (or the run finishes).
+  std::vector<boost::json::value> lines(std::size_t count) {
+    for (int i = 0; i < 5000 && !finished; ++i) {
+      if (static_cast<std::size_t>(std::count(output.begin(), output.end(), '\n')) >= count) break;
+      step();
+    }
+    std::vector<boost::json::value> out;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = output.find('\n', start)) != std::string::npos; start = nl + 1)
+      out.push_back(boost::json::parse(output.substr(start, nl - start)));
+    return out;
+  }
+  void run_to_end() {
+    close_input();
+    for (int i = 0; i < 10000 && !finished; ++i) step();
+    REQUIRE(finished);
+  }
+};
+
+const std::string init_line =
+    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
+    "\n";
+
+}  // namespace
+
+TEST_SUITE("adapters/stdio") {
+  TEST_CASE("lines are answered in order, blank lines skipped and CRLF accepted") {
+    pipes_fixture f;
+    f.write(init_line + "\n   \n" + R"({"jsonrpc":"2.0","id":1,"method":"ping"})" + "\r\n" +
+            R"({"jsonrpc":"2.0","id":2,"method":"ping"})" + "\n");
+    f.run_to_end();
+    const auto out = f.lines(3);
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].at("id") == 0);
+    CHECK(out[1].at("id") == 1);
+    CHECK(out[2].at("id") == 2);
+  }
+
+  TEST_CASE("a slow tool does not hold up the next request") {
+    pipes_fixture f;
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}})" + "\n" +
+            R"({"jsonrpc":"2.0","id":2,"method":"ping"})" + "\n");
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].at("id") == 2);
+    CHECK_FALSE(f.finished);
+  }
+
+  TEST_CASE("end of input cancels running tools and ends the run promptly") {
+    pipes_fixture f;
+    f.write(init_line);
+    for (int i = 1; i <= 10; ++i)
+      f.write(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+              R"(,"method":"tools/call","params":{"name":"slow"}})" + "\n");
+    (void)f.lines(1);
+    const auto start = std::chrono::steady_clock::now();
+    f.run_to_end();
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+    CHECK(f.slow_cancelled == 10);
+    // Cancelled calls are not answered.
+    CHECK(f.lines(1).size() == 1);
+  }
+
+  TEST_CASE("an oversized line is answered with -32600 and the stream stays in sync (2.26)") {
+    droid::stdio::options opts;
+    opts.max_message_size = 100;
+    pipes_fixture f(opts);
+    const std::string big = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(200, 'x') + "\"}}";
+    f.write(big + "\n" + R"({"jsonrpc":"2.0","id":2,"method":"ping"})" + "\n");
+    f.run_to_end();
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].at("error").at("code") == -32600);
+    CHECK(out[0].at("id").is_null());
+    CHECK(out[1].at("id") == 2);
+  }
+
+  TEST_CASE("an oversized line arriving in pieces is discarded without buffering it") {
+    droid::stdio::options opts;
+    opts.max_message_size = 1000;
+    pipes_fixture f(opts);
+    // 200 KiB in pieces: more than any one read, so the limit is enforced across reads.
+    for (int i = 0; i < 50; ++i) {
+      f.write(std::string(4096, ' '));
+      f.step();
+    }
+    f.write("\n" R"({"jsonrpc":"2.0","id":3,"method":"ping"})" "\n");
+    f.run_to_end();
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].at("error").at("code") == -32600);
+    CHECK(out[1].at("id") == 3);
+  }
+
+  TEST_CASE("malformed lines get errors and the session goes on (2.1, D2)") {
+    pipes_fixture f;
+    f.write("{\"jsonrpc\":\"2.0\",\n\xff\xfe\n" + init_line);
+    f.run_to_end();
+    const auto out = f.lines(3);
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].at("error").at("code") == -32700);
+    CHECK(out[1].at("error").at("code") == -32700);
+    CHECK(out[2].at("id") == 0);
+  }
+
+  TEST_CASE("a closed output ends the run") {
+    pipes_fixture f;
+    ::close(f.from_server[0]);
+    f.from_server[0] = -1;
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}})" + "\n");
+    for (int i = 0; i < 2000 && !f.finished; ++i) {
+      f.io.restart();
+      f.io.run_one_for(std::chrono::milliseconds(20));
+    }
+    CHECK(f.finished);
+    CHECK(f.slow_cancelled == 1);
+  }
+}

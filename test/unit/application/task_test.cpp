@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::task`: laziness, symmetric transfer, exceptions, frame ownership (STYLE.md 3.5).
+#include <droid/application/task.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+using droid::task;
+
+namespace {
+
+task<int> value_of(int v) { co_return v; }
+
+task<int> sum_of_many(int n) {
+  int total = 0;
+  for (int i = 0; i < n; ++i) total += co_await value_of(1);
+  co_return total;
+}
+
+task<void> throws() {
+  throw std::runtime_error("boom");
+  co_return;
+}
+
+task<std::string> catches() {
+  try {
+    co_await throws();
+  } catch (const std::runtime_error& e) {
+    co_return std::string(e.what());
+  }
+  co_return "nothing";
+}
+
+}  // namespace
+
+TEST_SUITE("application/task") {
+  TEST_CASE("a task does not start until awaited") {
+    bool started = false;
+    auto make = [&]() -> task<void> {
+      started = true;
+      co_return;
+    };
+    {
+      task<void> t = make();
+      CHECK_FALSE(started);
+      CHECK(droid::live_frames() == 1);
+    }
+    // Destroyed without ever running: the frame is freed, the body never ran.
+    CHECK_FALSE(started);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("a million synchronously completing awaits do not grow the stack") {
+    // Symmetric transfer at final_suspend: without it this overflows the stack.
+    asio::io_context io;
+    CHECK(droid::test::run(io, sum_of_many(1'000'000)) == 1'000'000);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("an exception is rethrown at the co_await that consumes the task") {
+    asio::io_context io;
+    CHECK(droid::test::run(io, catches()) == "boom");
+    CHECK_THROWS_AS(droid::test::run(io, throws()), std::runtime_error);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("a task is move-only and moving transfers the frame") {
+    static_assert(!std::is_copy_constructible_v<task<int>>);
+    static_assert(std::is_nothrow_move_constructible_v<task<int>>);
+    task<int> a = value_of(3);
+    task<int> b = std::move(a);
+    CHECK_FALSE(a.valid());
+    CHECK(b.valid());
+    asio::io_context io;
+    CHECK(droid::test::run(io, std::move(b)) == 3);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("spawn reports the value, or the exception with a default value") {
+    asio::io_context io;
+    int got = -1;
+    std::exception_ptr failure;
+    droid::spawn(io.get_executor(), value_of(42), [&](std::exception_ptr e, int v) {
+      failure = e;
+      got = v;
+    });
+    CHECK(got == -1);  // posted, never inline
+    io.run();
+    CHECK(got == 42);
+    CHECK_FALSE(failure);
+    io.restart();
+    droid::spawn(io.get_executor(), throws(), [&](std::exception_ptr e) { failure = e; });
+    io.run();
+    CHECK(failure);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("a task spawned on a loop that never runs is freed with the loop") {
+    {
+      asio::io_context io;
+      droid::spawn(io.get_executor(), value_of(1), [](std::exception_ptr, int) {});
+      CHECK(droid::live_frames() == 2);  // the driver and the task
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+}

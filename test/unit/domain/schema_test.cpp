@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Schemas, decoding and encoding of described C++ types (tool arguments and results).
+#include <droid/domain/mcp/schema.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
+
+#include <droid/domain/ir/codec.hpp>
+
+namespace {
+
+enum class color { red, green };
+BOOST_DESCRIBE_ENUM(color, red, green)
+
+struct inner {
+  std::string label;
+  std::optional<double> weight;
+};
+BOOST_DESCRIBE_STRUCT(inner, (), (label, weight))
+
+struct args {
+  std::string city;
+  int days = 3;
+  std::uint8_t level = 0;
+  bool verbose = false;
+  color hue = color::red;
+  std::optional<std::string> note;
+  std::vector<int> numbers;
+  std::map<std::string, int> counts;
+  inner nested;
+  boost::json::value anything;
+};
+BOOST_DESCRIBE_STRUCT(args, (), (city, days, level, verbose, hue, note, numbers, counts, nested, anything))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<args> {
+  static constexpr droid::field_hint fields[] = {
+      {"city", "Where"}, {"days", "How many days", true}, {"verbose", "", true}, {"hue", "", true},
+      {"numbers", "", true}, {"counts", "", true}, {"nested", "", true}, {"anything", "", true}, {"level", "", true}};
+};
+
+namespace {
+
+/// Decodes `json` into a fresh value-initialised `T`.
+template <class T>
+bool decode_text(const std::string& json, T& out, std::string& error) {
+  bool ok = false;
+  const auto ec = droid::ir::visit_json(json, [&](const droid::ir::json_node& n) { ok = droid::decode(n, out, error); });
+  REQUIRE_FALSE(ec);
+  return ok;
+}
+
+}  // namespace
+
+TEST_SUITE("domain/mcp/schema") {
+  TEST_CASE("a described struct yields an object schema with required members and defaults") {
+    const boost::json::object s = droid::schema_of<args>();
+    CHECK(s.at("type") == "object");
+    const auto& props = s.at("properties").as_object();
+    CHECK(props.at("city").at("type") == "string");
+    CHECK(props.at("city").at("description") == "Where");
+    CHECK(props.at("days").at("type") == "integer");
+    CHECK(props.at("days").at("default") == 3);
+    CHECK(props.at("level").at("minimum") == 0);
+    CHECK(props.at("level").at("maximum") == 255);
+    CHECK(props.at("hue").at("enum") == boost::json::array{"red", "green"});
+    CHECK(props.at("note").at("type") == "string");
+    CHECK(props.at("numbers").at("items").at("type") == "integer");
+    CHECK(props.at("counts").at("additionalProperties").at("type") == "integer");
+    // Nested structs are inlined: many clients strip $defs and cannot follow $ref.
+    CHECK(props.at("nested").at("properties").at("label").at("type") == "string");
+    CHECK_FALSE(props.at("anything").as_object().contains("type"));
+    CHECK(s.at("required") == boost::json::array{"city"});
+  }
+
+  TEST_CASE("decoding fills present members and keeps defaults for absent ones") {
+    args a{};
+    std::string error;
+    REQUIRE(decode_text(R"({"city":"Oslo","hue":"green","note":"hi","numbers":[1,2],"counts":{"x":1},
+                           "nested":{"label":"l","weight":2},"anything":{"k":[true]},"level":7.0})",
+                        a, error));
+    CHECK(a.city == "Oslo");
+    CHECK(a.days == 3);
+    CHECK(a.hue == color::green);
+    CHECK(a.note == "hi");
+    CHECK(a.numbers == std::vector<int>{1, 2});
+    CHECK(a.counts.at("x") == 1);
+    CHECK(a.nested.weight == 2.0);
+    CHECK(a.anything.at("k").at(0) == true);
+    CHECK(a.level == 7);  // 7.0 is an integer to JSON Schema
+  }
+
+  TEST_CASE("decoding errors name the member and the problem") {
+    struct expectation {
+      const char* json;
+      const char* says;
+    };
+    for (const expectation& e : {
+             expectation{R"({})", "`city` is required"},
+             expectation{R"({"city":1})", "`city`: expected a string, got an integer"},
+             expectation{R"({"city":"x","days":"3"})", "`days`: expected an integer, got a string"},
+             expectation{R"({"city":"x","days":1.5})", "`days`: expected an integer, got a number"},
+             expectation{R"({"city":"x","level":256})", "`level`: 256 is out of range"},
+             expectation{R"({"city":"x","days":3000000000})", "`days`: 3000000000 is out of range"},
+             expectation{R"({"city":"x","hue":"blue"})", "`hue`: \"blue\" is not one of red, green"},
+             expectation{R"({"city":"x","numbers":[1,"2"]})", "`numbers[1]`: expected an integer, got a string"},
+             expectation{R"({"city":"x","nested":{"weight":1}})", "`nested.label` is required"},
+             expectation{R"({"city":"x","counts":{"a":true}})", "`counts.a`: expected an integer, got a boolean"},
+         }) {
+      CAPTURE(e.json);
+      args a{};
+      std::string error;
+      CHECK_FALSE(decode_text(e.json, a, error));
+      CHECK(error == e.says);
+    }
+  }
+
+  TEST_CASE("an explicit null for an optional member means absent") {
+    args a{};
+    a.note = "before";
+    std::string error;
+    REQUIRE(decode_text(R"({"city":"x","note":null})", a, error));
+    CHECK_FALSE(a.note);
+  }
+
+  TEST_CASE("encoding omits empty optionals and writes enums by name") {
+    inner i{"l", std::nullopt};
+    CHECK(droid::ir::to_json_text(droid::to_json_value(i)) == R"({"label":"l"})");
+    CHECK(droid::to_json_value(color::green) == "green");
+  }
+}
