@@ -136,7 +136,14 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
         scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), scope.stop, scope.executor);
         // The arguments are decoded now, while the parsed tape exists; the task owns the
         // decoded value, not the tape.
-        task<tool_result> work = tool->invoke(*scope.context, has_args ? &args : nullptr);
+        task<tool_result> work;
+        try {
+          work = tool->invoke(*scope.context, has_args ? &args : nullptr);
+        } catch (const std::exception& e) {
+          // A handler that is not a coroutine may throw before returning its task; to
+          // the model that is the same failure as a throwing coroutine.
+          work = ready_result(tool_result::error(e.what()));
+        }
         outcome = run_tool(std::move(tool), std::move(work));
       },
       &detail);

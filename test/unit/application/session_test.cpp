@@ -56,6 +56,8 @@ struct fixture {
       throw std::runtime_error("it broke");
       co_return droid::tool_result::text("never");
     });
+    srv.tool("throws_early", "Throws before returning its task",
+             [](droid::tool_context&) -> droid::task<droid::tool_result> { throw std::logic_error("too early"); });
     srv.tool("slow", "Waits until cancelled", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
       co_await ctx.progress(0.5, 1.0, "half");
       const std::error_code ec = co_await ctx.sleep(std::chrono::hours(1));
@@ -211,6 +213,9 @@ TEST_SUITE("application/session") {
     CHECK(r.at("result").at("isError") == true);
     CHECK(r.at("result").at("content").at(0).at("text") == "it broke");
     CHECK(f.call(2, "echo", R"({"text":"still here"})").at("result").at("content").at(0).at("text") == "still here");
+    const auto early = f.call(3, "throws_early", "{}");
+    CHECK(early.at("result").at("isError") == true);
+    CHECK(early.at("result").at("content").at(0).at("text") == "too early");
   }
 
   TEST_CASE("a duplicate id while the first is in flight is refused with a null id (2.15, decision 5)") {
@@ -295,7 +300,7 @@ TEST_SUITE("application/session") {
   }
 
   TEST_CASE("tools/list pages with opaque cursors and rejects unknown ones") {
-    fixture f;  // page size 2, five tools
+    fixture f;  // page size 2, six tools
     f.initialize();
     std::vector<std::string> names;
     std::string cursor;
@@ -311,7 +316,7 @@ TEST_SUITE("application/session") {
       if (!r.at("result").as_object().contains("nextCursor")) break;
       cursor = r.at("result").at("nextCursor").as_string();
     }
-    CHECK(names == std::vector<std::string>{"echo", "mirror", "raw", "slow", "throws"});
+    CHECK(names == std::vector<std::string>{"echo", "mirror", "raw", "slow", "throws", "throws_early"});
     f.feed(R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"garbage"}})");
     CHECK(f.out->pop().at("error").at("code") == -32602);
   }
