@@ -29,7 +29,13 @@ struct frame_allocation {
   }
   static void operator delete(void* p, std::size_t size) noexcept {
     live_frames.fetch_sub(1, std::memory_order_relaxed);
+    // clang 14 leaves sized deallocation off unless asked (-fsized-deallocation).
+#if defined(__cpp_sized_deallocation)
     ::operator delete(p, size);
+#else
+    (void)size;
+    ::operator delete(p);
+#endif
   }
 };
 

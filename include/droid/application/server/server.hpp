@@ -21,6 +21,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <chrono>
+#include <coroutine>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <asio/any_io_executor.hpp>
 

@@ -9,6 +9,7 @@
 /// two passes over every byte of the payload, and the payload is most of the bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>

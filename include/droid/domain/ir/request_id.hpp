@@ -8,6 +8,7 @@
 /// look like one to the duplicate check.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
