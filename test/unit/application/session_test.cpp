@@ -104,9 +104,12 @@ struct fixture {
 
 TEST_SUITE("application/session") {
   TEST_CASE("initialize echoes a supported version and answers the latest otherwise") {
-    for (const auto& [asked, answered] : std::vector<std::pair<std::string, std::string>>{
+    // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+    for (const auto& versions : std::vector<std::pair<std::string, std::string>>{
              {"2025-11-25", "2025-11-25"}, {"2025-06-18", "2025-06-18"}, {"2025-03-26", "2025-03-26"},
              {"2024-11-05", "2024-11-05"}, {"1999-01-01", "2025-11-25"}}) {
+      const std::string& asked = versions.first;
+      const std::string& answered = versions.second;
       CAPTURE(asked);
       fixture f;
       f.feed(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" + asked +
