@@ -40,16 +40,23 @@ std::string_view negotiate_version(std::string_view requested) noexcept {
 
 namespace {
 
+/// Calls `finish()` on a request's stream when it goes out of scope, so that every exit
+/// path of a request (answered, refused, cancelled, thrown through) ends its stream.
+struct stream_finisher {
+  outbound* to;
+  ~stream_finisher() {
+    if (to) to->finish();
+  }
+};
+
 /// One request being served: its stop source and the context its tool sees.
 struct call final : detail::request_channel {
-  call(session& s, ir::request_id i) : owner(s), id(std::move(i)) {}
-  void notify(std::string_view method, std::string params_json) override {
-    // A cancelled request is silent from then on: MCP says the sender of the
-    // cancellation no longer expects anything about it.
-    if (!cancelled) owner.notify(method, std::move(params_json));
-  }
+  call(session& s, ir::request_id i, std::shared_ptr<outbound> o) : owner(s), id(std::move(i)), stream(std::move(o)) {}
+  void notify(std::string_view method, std::string params_json) override;
   session& owner;
   ir::request_id id;
+  /// Where this request's notifications and response go (the POST's stream on HTTP).
+  std::shared_ptr<outbound> stream;
   std::stop_source stop;
   bool cancelled = false;
   std::optional<tool_context> context;
@@ -61,15 +68,15 @@ struct session::impl {
   impl(server& s, asio::any_io_executor e, std::shared_ptr<outbound> o)
       : srv(s), executor(std::move(e)), out(std::move(o)), dispatch(s) {}
 
-  void send(std::string text) {
-    if (!closed) out->send(std::move(text));
+  void send(outbound* to, std::string text) {
+    if (!closed && to) to->send(std::move(text));
   }
-  void send_error(const std::optional<ir::request_id>& id, ir::errc code, std::string_view text) {
+  void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text) {
     std::string buf;
     ir::append_error(buf, id, static_cast<std::int64_t>(code), text);
-    send(std::move(buf));
+    send(to, std::move(buf));
   }
-  void send_reply(const ir::request_id& id, const detail::reply& r) {
+  void send_reply(outbound* to, const ir::request_id& id, const detail::reply& r) {
     std::string buf;
     if (r.is_error()) {
       ir::append_error(buf, id, r.code, r.message, r.data);
@@ -77,7 +84,7 @@ struct session::impl {
       buf.reserve(r.result.size() + 40);
       ir::append_result(buf, id, r.result);
     }
-    send(std::move(buf));
+    send(to, std::move(buf));
   }
 
   server& srv;
@@ -111,11 +118,27 @@ void session::notify(std::string_view method, std::string params_json) {
   if (!impl_->initialized) return;
   std::string buf;
   ir::append_notification(buf, method, params_json);
-  impl_->send(std::move(buf));
+  impl_->send(impl_->out.get(), std::move(buf));
+}
+
+void session::set_outbound(std::shared_ptr<outbound> out) { impl_->out = std::move(out); }
+
+void session::assume_initialized(peer_info peer) {
+  impl_->peer = std::move(peer);
+  impl_->initialized = true;
 }
 
 void session::reject(const ir::rejection& why) {
-  if (why.answer) impl_->send_error(why.id, why.code, why.message);
+  if (why.answer) impl_->send_error(impl_->out.get(), why.id, why.code, why.message);
+}
+
+void call::notify(std::string_view method, std::string params_json) {
+  // A cancelled request is silent from then on: MCP says the sender of the cancellation
+  // no longer expects anything about it.
+  if (cancelled || owner.is_closed() || !stream) return;
+  std::string buf;
+  ir::append_notification(buf, method, params_json);
+  stream->send(std::move(buf));
 }
 
 void session::close() {
@@ -191,9 +214,13 @@ std::optional<ir::request_id> cancelled_id(ir::raw_json params) {
 
 }  // namespace
 
-void session::receive(ir::message msg) {
+void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   impl& s = *impl_;
+  if (!stream) stream = s.out;
+  // Every request ends its stream exactly once, however it ends.
+  stream_finisher done{msg.is_request() && stream ? stream.get() : nullptr};
   if (s.closed) return;
+  outbound* to = stream.get();
 
   if (msg.is_response()) {
     // No request of ours is outstanding yet in this layer (the exchange table arrives
@@ -224,40 +251,40 @@ void session::receive(ir::message msg) {
 
   if (method == "initialize") {
     if (s.initialized) {
-      s.send_error(id, ir::errc::invalid_request, "Invalid Request: the session is already initialized");
+      s.send_error(to, id, ir::errc::invalid_request, "Invalid Request: the session is already initialized");
       return;
     }
     std::string error;
     peer_info peer;
     auto requested = read_initialize(msg.params(), peer, error);
     if (!requested) {
-      s.send_error(id, ir::errc::invalid_params, error);
+      s.send_error(to, id, ir::errc::invalid_params, error);
       return;
     }
     const std::string_view version = negotiate_version(*requested);
     peer.protocol_version = std::string(version);
     s.peer = std::move(peer);
     s.initialized = true;
-    s.send_reply(id, detail::reply::ok(initialize_result(s.srv, version)));
+    s.send_reply(to, id, detail::reply::ok(initialize_result(s.srv, version)));
     return;
   }
 
   // Before the handshake only ping is served: the spec says so, and a server that
   // answered tools/list here would be promising capabilities it has not negotiated.
   if (!s.initialized && method != "ping") {
-    s.send_error(id, ir::errc::invalid_request, "Invalid Request: the session is not initialized; send initialize first");
+    s.send_error(to, id, ir::errc::invalid_request, "Invalid Request: the session is not initialized; send initialize first");
     return;
   }
 
   if (s.in_flight.contains(id)) {
     // id null: answering with the id would make two responses carry it, and the peer
     // could not tell which request each one ends (RELIABILITY decision 5).
-    s.send_error(std::nullopt, ir::errc::invalid_request,
+    s.send_error(to, std::nullopt, ir::errc::invalid_request,
                  "Invalid Request: request id " + id.to_json() + " is already in flight");
     return;
   }
 
-  auto c = std::make_unique<call>(*this, id);
+  auto c = std::make_unique<call>(*this, id, stream);
   call& record = *c;
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
@@ -268,16 +295,18 @@ void session::receive(ir::message msg) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the session goes on.
     s.srv.log(std::string("handler for ") + method + " failed: " + e.what());
-    s.send_error(id, ir::errc::internal_error, "Internal error");
+    s.send_error(to, id, ir::errc::internal_error, "Internal error");
     return;
   }
   auto& outcome = *dispatched;
 
   if (auto* now = std::get_if<detail::reply>(&outcome)) {
-    s.send_reply(id, *now);
+    s.send_reply(to, id, *now);
     return;
   }
 
+  // The task finishes the stream itself, later.
+  done.to = nullptr;
   s.in_flight.emplace(id, std::move(c));
   spawn(s.executor, std::move(std::get<1>(outcome)),
         [self = shared_from_this(), id](std::exception_ptr failure, detail::reply r) {
@@ -285,7 +314,9 @@ void session::receive(ir::message msg) {
           auto it = st.in_flight.find(id);
           if (it == st.in_flight.end()) return;
           const bool silent = it->second->cancelled;
+          const std::shared_ptr<outbound> to = std::move(it->second->stream);
           st.in_flight.erase(it);
+          stream_finisher done{to.get()};
           if (silent) return;
           if (failure) {
             // The dispatcher turns tool exceptions into results, so this is a handler of
@@ -297,10 +328,10 @@ void session::receive(ir::message msg) {
             } catch (...) {
               st.srv.log("handler failed with a non-standard exception");
             }
-            st.send_error(id, ir::errc::internal_error, "Internal error");
+            st.send_error(to.get(), id, ir::errc::internal_error, "Internal error");
             return;
           }
-          st.send_reply(id, r);
+          st.send_reply(to.get(), id, r);
         });
 }
 

@@ -23,6 +23,11 @@ class outbound {
   virtual ~outbound() = default;
   /// Queues one serialised JSON-RPC message (no trailing newline).
   virtual void send(std::string message) = 0;
+  /// The request this stream was opened for is over (answered, refused or cancelled):
+  /// nothing more will be sent on its behalf. Called exactly once per request stream.
+  /// Why: an HTTP POST answered as an event stream must end its response then; a stream
+  /// that is not per request (stdout) ignores it.
+  virtual void finish() {}
 };
 
 }  // namespace droid

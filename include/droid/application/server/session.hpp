@@ -60,8 +60,10 @@ class session : public std::enable_shared_from_this<session> {
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
-  /// Handles one decoded message from the peer.
-  void receive(ir::message message);
+  /// Handles one decoded message from the peer. Whatever answers it (its response, and
+  /// notifications from its tool) goes to `stream`, or to the session's own outbound when
+  /// `stream` is null; `stream->finish()` is called once the request is over.
+  void receive(ir::message message, std::shared_ptr<outbound> stream = nullptr);
   /// Answers a message the decoder refused (when JSON-RPC says to answer it).
   void reject(const ir::rejection& why);
   /// Ends the session: every in-flight request is cancelled (tools see their stop token
@@ -78,9 +80,19 @@ class session : public std::enable_shared_from_this<session> {
   /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
   [[nodiscard]] std::size_t dropped_responses() const noexcept;
 
-  /// Sends a notification that concerns no particular request (list_changed); dropped
-  /// before initialization and after close.
+  /// Sends a notification that concerns no particular request (list_changed) on the
+  /// session's own outbound; dropped before initialization, after close, or when there
+  /// is no such outbound (HTTP with no GET stream open).
   void notify(std::string_view method, std::string params_json = {});
+
+  /// Replaces the session's own outbound (HTTP: the standalone GET stream, or null).
+  void set_outbound(std::shared_ptr<outbound> out);
+
+  /// Treats the session as initialized with `peer` without an `initialize` exchange.
+  /// Why: a stateless HTTP server serves each request on a fresh session, and the client
+  /// initialized (once) with some other one; the peer's version comes from the
+  /// MCP-Protocol-Version header instead.
+  void assume_initialized(peer_info peer);
 
  private:
   struct impl;
