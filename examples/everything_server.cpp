@@ -8,11 +8,13 @@
 ///
 ///     build/examples/everything-server            # stdio (the default)
 ///     build/examples/everything-server --stdio
-#include <cstring>
+///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless]
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/describe.hpp>
@@ -161,15 +163,29 @@ void register_tools(droid::server& server) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::optional<std::string> http_address;
+  droid::http::options http;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--stdio") == 0) continue;
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << "usage: everything-server [--stdio]\n"
-                   "Serves the example MCP server over stdin/stdout (newline-delimited JSON-RPC).\n";
+    const std::string_view arg = argv[i];
+    if (arg == "--stdio") {
+      http_address.reset();
+    } else if (arg == "--http" && i + 1 < argc) {
+      http_address = argv[++i];
+    } else if (arg == "--json-response") {
+      http.reply = droid::http::streaming::json;
+    } else if (arg == "--stateless") {
+      http.stateless = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless]]\n"
+                   "  --stdio            serve MCP on stdin/stdout (the default)\n"
+                   "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
+                   "  --json-response    answer requests with one JSON document instead of an event stream\n"
+                   "  --stateless        no sessions: every POST is served on its own\n";
       return 0;
+    } else {
+      std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
+      return 2;
     }
-    std::cerr << "everything-server: unknown option " << argv[i] << " (try --help)\n";
-    return 2;
   }
 
   droid::server_info info;
@@ -180,6 +196,29 @@ int main(int argc, char** argv) {
   droid::server server(std::move(info));
   register_tools(server);
 
+  if (http_address) {
+    const auto colon = http_address->rfind(':');
+    if (colon == std::string::npos) {
+      std::cerr << "everything-server: --http needs HOST:PORT, e.g. 127.0.0.1:8080\n";
+      return 2;
+    }
+    http.host = http_address->substr(0, colon);
+    if (http.host.size() > 2 && http.host.front() == '[') http.host = http.host.substr(1, http.host.size() - 2);
+    http.port = static_cast<std::uint16_t>(std::stoi(http_address->substr(colon + 1)));
+    try {
+      return droid::http::serve(server, http, [](const droid::http::listener& l) {
+        // The URL on stdout, alone on its line, is what scripts and tests wait for.
+        std::cout << l.url() << std::endl;
+        std::cerr << "everything-server: serving Streamable HTTP at " << l.url()
+                  << "\n  connect with: npx @modelcontextprotocol/inspector (transport: Streamable HTTP, URL above)\n"
+                     "  stop with Ctrl-C\n";
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "everything-server: " << e.what() << "\n";
+      return 1;
+    }
+  }
+
   std::cerr << "everything-server " << droid::version_string
             << ": serving MCP over stdio (newline-delimited JSON-RPC on stdin/stdout).\n"
                "  Connect a client by letting it spawn this program, e.g.\n"
@@ -187,6 +226,6 @@ int main(int argc, char** argv) {
                "  or type a message, e.g.\n"
                "    {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
                "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"me\",\"version\":\"1\"}}}\n"
-               "  End input (Ctrl-D) to stop.\n";
+               "  End input (Ctrl-D) to stop; run with --help for the HTTP transport.\n";
   return droid::stdio::serve(server);
 }

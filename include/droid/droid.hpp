@@ -3,6 +3,7 @@
 /// The umbrella header: exactly the supported public surface of protocol_droid.
 #pragma once
 
+#include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>

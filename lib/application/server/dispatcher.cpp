@@ -71,6 +71,8 @@ bool decode_cursor(std::string_view cursor, std::string& next) {
 
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
                                                       request_scope scope) {
+  const bool known = method == "ping" || method == "tools/list" || method == "tools/call";
+  if (!known) return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
   if (params.present() && params.kind != ir::json_kind::object && params.kind != ir::json_kind::null)
@@ -143,6 +145,8 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
           // A handler that is not a coroutine may throw before returning its task; to
           // the model that is the same failure as a throwing coroutine.
           work = ready_result(tool_result::error(e.what()));
+        } catch (...) {
+          work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
         }
         outcome = run_tool(std::move(tool), std::move(work));
       },

@@ -94,6 +94,9 @@ struct session::impl {
   peer_info peer;
   bool initialized = false;
   bool closed = false;
+  /// Whether `initialize` declared the tools capability: a client that was not told
+  /// about tools must not be sent tools/list_changed.
+  bool tools_advertised = false;
   std::size_t dropped = 0;
   std::unordered_map<ir::request_id, std::unique_ptr<call>> in_flight;
 };
@@ -116,6 +119,7 @@ std::size_t session::dropped_responses() const noexcept { return impl_->dropped;
 
 void session::notify(std::string_view method, std::string params_json) {
   if (!impl_->initialized) return;
+  if (method == "notifications/tools/list_changed" && !impl_->tools_advertised) return;
   std::string buf;
   ir::append_notification(buf, method, params_json);
   impl_->send(impl_->out.get(), std::move(buf));
@@ -126,6 +130,7 @@ void session::set_outbound(std::shared_ptr<outbound> out) { impl_->out = std::mo
 void session::assume_initialized(peer_info peer) {
   impl_->peer = std::move(peer);
   impl_->initialized = true;
+  impl_->tools_advertised = impl_->srv.tool_count() > 0;
 }
 
 void session::reject(const ir::rejection& why) {
@@ -265,6 +270,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     peer.protocol_version = std::string(version);
     s.peer = std::move(peer);
     s.initialized = true;
+    s.tools_advertised = s.srv.tool_count() > 0;
     s.send_reply(to, id, detail::reply::ok(initialize_result(s.srv, version)));
     return;
   }

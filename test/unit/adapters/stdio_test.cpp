@@ -113,6 +113,29 @@ TEST_SUITE("adapters/stdio") {
     CHECK(out[2].at("id") == 2);
   }
 
+  TEST_CASE("the writer keeps serving after each answered request") {
+    // Regression: a per-request stream hook once stopped the one stdout writer after the
+    // first answer.
+    pipes_fixture f;
+    f.write(init_line);
+    REQUIRE(f.lines(1).size() == 1);
+    f.write(R"({"jsonrpc":"2.0","id":1,"method":"ping"})" "\n");
+    REQUIRE(f.lines(2).size() == 2);
+    f.write(R"({"jsonrpc":"2.0","id":2,"method":"ping"})" "\n");
+    const auto out = f.lines(3);
+    REQUIRE(out.size() == 3);
+    CHECK(out[2].at("id") == 2);
+  }
+
+  TEST_CASE("a last line without its newline is still answered") {
+    pipes_fixture f;
+    f.write(init_line + R"({"jsonrpc":"2.0","id":9,"method":"ping"})");
+    f.run_to_end();
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].at("id") == 9);
+  }
+
   TEST_CASE("a slow tool does not hold up the next request") {
     pipes_fixture f;
     f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}})" + "\n" +

@@ -140,3 +140,33 @@ TEST_SUITE("domain/mcp/schema") {
     CHECK(droid::to_json_value(color::green) == "green");
   }
 }
+
+namespace {
+struct hinted {
+  int a = 0;
+  std::optional<int> b;
+};
+BOOST_DESCRIBE_STRUCT(hinted, (), (a, b))
+struct typo {
+  int a = 0;
+};
+BOOST_DESCRIBE_STRUCT(typo, (), (a))
+}  // namespace
+
+template <>
+struct droid::field_hints<hinted> {
+  static constexpr droid::field_hint fields[] = {{"a", "", true}, {"b", "", true}};
+};
+template <>
+struct droid::field_hints<typo> {
+  static constexpr droid::field_hint fields[] = {{"aa", "misspelt"}};
+};
+
+TEST_SUITE("domain/mcp/schema") {
+  TEST_CASE("a hint naming no member is refused, and an empty optional states no default") {
+    CHECK_THROWS_AS((void)droid::schema_of<typo>(), std::invalid_argument);
+    const auto s = droid::schema_of<hinted>();
+    CHECK(s.at("properties").at("a").at("default") == 0);
+    CHECK_FALSE(s.at("properties").at("b").as_object().contains("default"));
+  }
+}

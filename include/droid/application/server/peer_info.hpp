@@ -17,11 +17,11 @@ namespace droid {
 /// The client's protocol version, identity and declared capabilities.
 struct peer_info {
   /// The negotiated protocol version, e.g. "2025-11-25".
-  std::string protocol_version;
+  std::string protocol_version{};
   /// `clientInfo` as sent (`name`, `version`, maybe `title`).
-  boost::json::object client_info;
+  boost::json::object client_info{};
   /// `capabilities` as sent (`sampling`, `elicitation`, `roots`, ...).
-  boost::json::object capabilities;
+  boost::json::object capabilities{};
 
   /// True when the client declared the top-level capability `name`.
   [[nodiscard]] bool has_capability(std::string_view name) const noexcept {

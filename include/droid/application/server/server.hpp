@@ -43,13 +43,13 @@ class session;
 
 /// What `initialize` says about the server (`serverInfo` and `instructions`).
 struct server_info {
-  std::string name;
-  std::string version;
-  std::string title;
+  std::string name{};
+  std::string version{};
+  std::string title{};
   /// Guidance for the model on how to use this server; omitted when empty.
-  std::string instructions;
-  std::string website_url;
-  std::vector<icon> icons;
+  std::string instructions{};
+  std::string website_url{};
+  std::vector<icon> icons{};
 };
 
 /// Server-wide settings.
@@ -59,7 +59,7 @@ struct server_options {
   std::size_t page_size = 100;
   /// Where the server writes diagnostics (handler exceptions, dropped messages). Never
   /// stdout: on stdio, stdout carries the protocol only. Default: standard error.
-  std::function<void(std::string_view)> log;
+  std::function<void(std::string_view)> log{};
 };
 
 namespace detail {
@@ -201,6 +201,9 @@ class server {
     auto entry = std::make_shared<detail::tool_entry>();
     auto shared_handler = std::make_shared<H>(std::forward<Handler>(handler));
     if constexpr (arity == 2) {
+      static_assert(!std::is_reference_v<std::tuple_element_t<1, args>>,
+                    "droid: take tool arguments by value (a coroutine keeps references, and the decoded "
+                    "arguments would not outlive the call that decoded them)");
       using A = std::remove_cvref_t<std::tuple_element_t<1, args>>;
       static_assert(detail::typed_args<A>,
                     "droid: tool arguments must be a Boost.Describe'd struct (BOOST_DESCRIBE_STRUCT) or "

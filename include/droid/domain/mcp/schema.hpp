@@ -32,6 +32,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -196,13 +197,28 @@ template <class T>
     boost::json::object props;
     boost::json::array required;
     const T defaults{};
+    if constexpr (requires { field_hints<T>::fields; }) {
+      // A hint naming no member is a typo that would silently drop a description or a
+      // default; registration is the moment to say so.
+      for (const field_hint& h : field_hints<T>::fields) {
+        bool found = false;
+        boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) { found = found || h.name == d.name; });
+        if (!found)
+          throw std::invalid_argument("droid: field_hints names \"" + std::string(h.name) +
+                                      "\", which is not a described member");
+      }
+    }
     boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) {
       using M = std::remove_cvref_t<decltype(defaults.*d.pointer)>;
       boost::json::object p = schema_of<M>();
       const field_hint* hint = detail::find_hint<T>(d.name);
       if (hint && !hint->description.empty()) p["description"] = hint->description;
       const bool defaulted = hint && hint->defaulted;
-      if (defaulted) p["default"] = to_json_value(defaults.*d.pointer);
+      // An empty optional has no default to state ("default": null would contradict the
+      // member's own type).
+      bool has_value = true;
+      if constexpr (detail::is_optional<M>::value) has_value = (defaults.*d.pointer).has_value();
+      if (defaulted && has_value) p["default"] = to_json_value(defaults.*d.pointer);
       if (!detail::is_optional<M>::value && !defaulted) required.emplace_back(d.name);
       props[d.name] = std::move(p);
     });

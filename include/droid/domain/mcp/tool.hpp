@@ -17,18 +17,18 @@ namespace droid {
 /// MCP tool annotations: hints a client may show or use for confirmation prompts.
 /// Unset hints are omitted, so the client applies the spec's defaults.
 struct tool_annotations {
-  std::optional<bool> read_only_hint;
-  std::optional<bool> destructive_hint;
-  std::optional<bool> idempotent_hint;
-  std::optional<bool> open_world_hint;
+  std::optional<bool> read_only_hint{};
+  std::optional<bool> destructive_hint{};
+  std::optional<bool> idempotent_hint{};
+  std::optional<bool> open_world_hint{};
 };
 
 /// An icon for a tool, prompt, resource or the server (MCP 2025-11-25).
 struct icon {
-  std::string src;
-  std::string mime_type;
-  std::vector<std::string> sizes;
-  std::string theme;  ///< "light", "dark" or empty
+  std::string src{};
+  std::string mime_type{};
+  std::vector<std::string> sizes{};
+  std::string theme{};  ///< "light", "dark" or empty
 };
 
 /// Everything `tools/list` reports about one tool.
@@ -36,13 +36,13 @@ struct icon {
 /// Why schemas are optional here: typed tools fill them from their C++ types at
 /// registration; a tool with raw JSON arguments may supply them or get `{"type":"object"}`.
 struct tool_info {
-  std::string name;
-  std::string title;
-  std::string description;
-  tool_annotations annotations;
-  std::vector<icon> icons;
-  std::optional<boost::json::object> input_schema;
-  std::optional<boost::json::object> output_schema;
+  std::string name{};
+  std::string title{};
+  std::string description{};
+  tool_annotations annotations{};
+  std::vector<icon> icons{};
+  std::optional<boost::json::object> input_schema{};
+  std::optional<boost::json::object> output_schema{};
 };
 
 /// True when `name` follows MCP 2025-11-25's tool name rule: 1 to 128 characters from

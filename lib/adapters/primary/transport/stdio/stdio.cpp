@@ -58,8 +58,9 @@ class line_writer final : public outbound {
     wake_.cancel();
   }
 
-  /// Flush what is queued, then stop.
-  void finish() {
+  /// Flush what is queued, then stop. (Not `finish()`: that is the per-request hook of
+  /// `outbound`, which stdout, carrying every request, ignores.)
+  void close_when_flushed() {
     finishing_ = true;
     wake_.cancel();
   }
@@ -144,7 +145,13 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
     buf.resize(old + chunk);
     auto [read_ec, n] = co_await in.async_read_some(asio::buffer(buf.data() + old, chunk), use_task(end_input.get_token()));
     buf.resize(old + n);
-    if (read_ec) break;
+    if (read_ec) {
+      // A last message without its newline is still a message: a peer that writes one
+      // and closes its end deserves the answer (if it still reads).
+      if (read_ec == asio::error::eof && !discarding && !is_blank(buf)) buf += '\n';
+      else break;
+      ec = read_ec;
+    }
 
     std::size_t start = 0;
     for (std::size_t nl; (nl = buf.find('\n', scanned)) != std::string::npos; scanned = start) {
@@ -189,7 +196,7 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
   }
   if (s->in_flight() > 0) srv.log("stdio: tools still running after the drain timeout were abandoned");
 
-  writer->finish();
+  writer->close_when_flushed();
   if (!writer_finished) (void)co_await writer_done.async_wait(use_task);
   std::error_code ignored;
   in.close(ignored);

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The Streamable HTTP transport (MCP 2025-03-26 through 2025-11-25).
+///
+/// Primary adapter. One endpoint (default `/mcp`): POST carries one JSON-RPC message,
+/// answered with one JSON document or with an event stream; GET opens the session's
+/// standalone event stream; DELETE ends the session. Sessions are named by the
+/// `Mcp-Session-Id` header. The server is a multi-threaded HTTP/1.1 server on Asio, one
+/// `io_context` per thread ("shard"); a session lives on the shard that accepted its
+/// `initialize`.
+///
+///     droid::http::options opts;            // 127.0.0.1, ephemeral port, /mcp
+///     opts.port = 8080;
+///     droid::http::listener l(server, opts);
+///     std::cout << l.url() << "\n";
+///     l.run();                              // until stop() (or SIGINT/SIGTERM via serve())
+///
+/// Security defaults: binds loopback; a request reaching a loopback socket must name a
+/// loopback Host and carry no Origin or a loopback one (DNS rebinding protection); a
+/// POST must be `application/json` (no CSRF through simple requests).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace droid {
+class server;
+}
+
+namespace droid::http {
+
+/// How a POST that carries a request is answered.
+enum class streaming {
+  /// `text/event-stream`: the request's notifications (progress, logs) and any question
+  /// the tool asks the client travel before the response. The default.
+  event_stream,
+  /// One `application/json` document: the response only. Tools cannot ask the client
+  /// anything and progress is not delivered.
+  json,
+};
+
+/// Settings of the HTTP transport; every limit has the default the issue and
+/// RELIABILITY.md ask for.
+struct options {
+  /// Address to bind. Anything but loopback exposes the server to the network; it is
+  /// logged, and Host/Origin checks then rely on `allowed_hosts`/`allowed_origins`.
+  std::string host = "127.0.0.1";
+  /// Port to bind; 0 picks a free one (see `listener::port()`).
+  std::uint16_t port = 0;
+  /// The MCP endpoint path.
+  std::string path = "/mcp";
+  /// Worker threads (shards); 0 means one per hardware thread.
+  unsigned threads = 0;
+  /// JSON or event-stream answers to requests.
+  streaming reply = streaming::event_stream;
+  /// Serve every POST with a fresh session and no `Mcp-Session-Id` at all.
+  bool stateless = false;
+  /// Allow GET (the standalone event stream); when false GET gets 405.
+  bool standalone_stream = true;
+
+  /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
+  std::vector<std::string> allowed_hosts{};
+  /// Origins accepted besides loopback ones (e.g. "https://app.example.com").
+  std::vector<std::string> allowed_origins{};
+
+  std::size_t max_request_line = 8 * 1024;   ///< over: 414
+  std::size_t max_header_bytes = 16 * 1024;  ///< over: 431
+  std::size_t max_header_count = 100;        ///< over: 431
+  std::size_t max_body = 4u << 20;           ///< over: 413 (before reading, when Content-Length says so)
+  /// Time allowed from a request's first byte to the end of its headers; over: 408.
+  std::chrono::milliseconds header_timeout{10'000};
+  /// A body must arrive at least this fast (bytes per second) after a 5 s grace; else 408.
+  std::size_t min_body_rate = 240;
+  /// A keep-alive connection with no request in progress is closed after this long.
+  std::chrono::milliseconds idle_timeout{60'000};
+  /// Connections beyond this are closed at once.
+  std::size_t max_connections = 10'240;
+  /// A session with no request, no stream and no traffic for this long is ended.
+  std::chrono::milliseconds session_idle_timeout{300'000};
+  /// Live sessions beyond this refuse new `initialize` with 503.
+  std::size_t max_sessions = 10'000;
+  /// An idle event stream carries a `:` comment this often, so proxies keep it open.
+  std::chrono::milliseconds keep_alive_interval{15'000};
+  /// On shutdown, how long in-flight calls may take to finish before they are cancelled.
+  std::chrono::milliseconds drain_timeout{2'000};
+};
+
+/// A bound, ready-to-run HTTP server for one `droid::server`.
+///
+/// Why bind in the constructor and run separately: the caller learns the port (and can
+/// print the URL) before serving, and tests start it on a thread of their own.
+/// Affinity: `run()` on one thread; `stop()` from any thread.
+/// Lifetime: the `server` must outlive the listener.
+class listener {
+ public:
+  /// Binds `opts.host:opts.port`. Throws `std::system_error` when it cannot.
+  listener(droid::server& srv, options opts);
+  ~listener();
+  listener(const listener&) = delete;
+  listener& operator=(const listener&) = delete;
+
+  /// The bound port.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// `http://host:port/path`.
+  [[nodiscard]] std::string url() const;
+
+  /// Serves until `stop()`; returns once every shard has drained.
+  void run();
+  /// Graceful stop: stop accepting, end sessions (cancelling their calls after
+  /// `drain_timeout`), end event streams, close connections, and let `run()` return.
+  void stop();
+
+  /// Live sessions (for diagnostics and tests).
+  [[nodiscard]] std::size_t sessions() const;
+  /// Open connections (for diagnostics and tests).
+  [[nodiscard]] std::size_t connections() const;
+
+  /// The implementation; opaque (declared public only so the connections in its
+  /// translation unit can name it).
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+/// Binds, prints nothing, serves until SIGINT or SIGTERM, then stops gracefully.
+/// Returns the process exit status (0 after a clean stop).
+int serve(droid::server& srv, options opts, void (*on_ready)(const listener&) = nullptr);
+
+}  // namespace droid::http

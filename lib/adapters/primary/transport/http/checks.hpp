@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Small pure checks of the Streamable HTTP transport: Host and Origin (DNS rebinding),
+/// media types (CSRF through simple requests), session ids. Sans-io so every edge case
+/// in RELIABILITY.md group A is a unit test.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace droid::http::detail {
+
+/// True when `host` (a Host header value, port optional) names the loopback interface
+/// exactly: `localhost`, `127.0.0.1` or `[::1]`, in any letter case.
+///
+/// Why exact names only: `127.1`, `2130706433`, `0x7f000001` and `localhost.` resolve to
+/// loopback too, but no legitimate client sends them, and accepting spellings is how
+/// allowlists get bypassed (RELIABILITY A1).
+[[nodiscard]] bool is_loopback_host(std::string_view host) noexcept;
+
+/// Whether a request may proceed given its Host header. On a socket whose local address
+/// is loopback (RELIABILITY decision 10: the check follows the socket, so a 0.0.0.0 bind
+/// reached through loopback is protected too), only loopback names or `allowed` ones
+/// pass. Elsewhere, `allowed` (when not empty) is enforced.
+[[nodiscard]] bool host_allowed(std::string_view host, bool local_is_loopback,
+                                const std::vector<std::string>& allowed) noexcept;
+
+/// Whether a request may proceed given its Origin header (null when absent). Absent
+/// passes (non-browser clients send none); `http(s)://` loopback origins with any port
+/// pass; configured ones pass; everything else (including `null`) does not.
+[[nodiscard]] bool origin_allowed(const std::string* origin, const std::vector<std::string>& allowed) noexcept;
+
+/// True when `content_type`'s media type (parameters ignored, case-insensitive) is `type`.
+[[nodiscard]] bool media_type_is(std::string_view content_type, std::string_view type) noexcept;
+
+/// True when an Accept header value admits `type` ("a/b"), through `a/b`, `a/*` or `*/*`
+/// (a range with `q=0` refuses).
+[[nodiscard]] bool accepts(std::string_view accept, std::string_view type) noexcept;
+
+/// A new session id: 128 bits from the OS CSPRNG (getrandom), base64url, 22 characters.
+/// Throws `std::system_error` if the OS cannot provide randomness (never silently weaker).
+[[nodiscard]] std::string new_session_id();
+
+/// True when `id` is a session id a client may legitimately present: 1 to 128 visible
+/// ASCII characters (MCP: 0x21 to 0x7E).
+[[nodiscard]] bool valid_session_id(std::string_view id) noexcept;
+
+}  // namespace droid::http::detail

@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The Streamable HTTP server: shards, the acceptor, connections, the MCP endpoint and
+/// the session table.
+///
+///     acceptor (shard 0) --socket--> connection (shard i, round robin)
+///                                        |  request_parser: one request at a time
+///                                        |  checks: Host/Origin, media types, session id
+///                                        v
+///     session_table (mutex) --entry--> session (its own shard) --> event_stream --> socket
+///
+/// ## Why one request at a time per connection
+/// HTTP/1.1 pipelining requires responses in request order. Serving the next request
+/// only after the previous response is written gives that order for free, and a client
+/// that wants concurrency opens more connections (every MCP client does).
+///
+/// ## Why a session is driven on its own shard
+/// The session engine is lock-free because one thread touches it. A request arriving on
+/// another shard's connection is handed to the session's shard with one post, and what
+/// the session answers comes back through the stream's own dispatch.
+#include <droid/adapters/primary/transport/http/http.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include <asio/bind_executor.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/application/use_task.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "checks.hpp"
+#include "request_parser.hpp"
+#include "stream.hpp"
+
+namespace droid::http {
+
+using asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+/// One live session as the transport sees it.
+///
+/// Invariants: `s` is touched only on `executor`'s thread; the atomics are read by the
+/// reaper on another shard.
+struct session_entry {
+  std::string id;
+  std::shared_ptr<session> s;
+  asio::any_io_executor executor;
+  /// Open POST streams and the GET stream: a session with any is busy, never reaped.
+  std::atomic<int> active{0};
+  std::atomic<std::int64_t> last_used{0};
+  std::atomic<std::uint64_t> next_stream{0};
+  /// The standalone GET stream, if open (set and cleared on the session's shard).
+  std::shared_ptr<detail::event_stream> standalone;
+  std::atomic<bool> has_standalone{false};
+};
+
+/// The live sessions, by id.
+///
+/// Why a mutex and not shard-local maps: any shard's connection may carry any session's
+/// request, so lookup is global; it is one short critical section per request.
+class session_table {
+ public:
+  std::shared_ptr<session_entry> find(std::string_view id) const {
+    std::lock_guard lock(mutex_);
+    auto it = map_.find(std::string(id));
+    return it == map_.end() ? nullptr : it->second;
+  }
+  bool insert(const std::shared_ptr<session_entry>& e, std::size_t cap) {
+    std::lock_guard lock(mutex_);
+    if (map_.size() >= cap) return false;
+    map_.emplace(e->id, e);
+    return true;
+  }
+  std::shared_ptr<session_entry> erase(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    auto it = map_.find(std::string(id));
+    if (it == map_.end()) return nullptr;
+    auto e = std::move(it->second);
+    map_.erase(it);
+    return e;
+  }
+  /// Removes and returns every entry idle since before `cutoff` and not busy.
+  std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff) {
+    std::vector<std::shared_ptr<session_entry>> out;
+    std::lock_guard lock(mutex_);
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (it->second->active.load() == 0 && it->second->last_used.load() < cutoff) {
+        out.push_back(std::move(it->second));
+        it = map_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+  std::vector<std::shared_ptr<session_entry>> take_all() {
+    std::vector<std::shared_ptr<session_entry>> out;
+    std::lock_guard lock(mutex_);
+    for (auto& [id, e] : map_) out.push_back(std::move(e));
+    map_.clear();
+    return out;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return map_.size();
+  }
+  /// True while any session has a POST stream open (a request being answered).
+  bool any_answering() const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, e] : map_)
+      if (e->active.load() > (e->has_standalone.load() ? 1 : 0)) return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<session_entry>> map_;
+};
+
+/// Ends a session on its own shard: cancels its calls and ends its GET stream.
+void end_session(const std::shared_ptr<session_entry>& e) {
+  asio::post(e->executor, [e] {
+    e->s->close();
+    if (e->standalone) {
+      e->standalone->finish();
+      e->standalone.reset();
+    }
+    e->s->set_outbound(nullptr);
+  });
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+  }
+  return "Error";
+}
+
+/// A complete response head plus body.
+std::string response(int status, std::string_view content_type, std::string_view body, bool close,
+                     std::string_view extra_headers = {}) {
+  std::string out;
+  out.reserve(160 + body.size());
+  out += "HTTP/1.1 ";
+  out += std::to_string(status);
+  out += ' ';
+  out += reason_phrase(status);
+  out += "\r\n";
+  if (!content_type.empty()) {
+    out += "Content-Type: ";
+    out += content_type;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(body.size());
+  out += "\r\n";
+  if (close) out += "Connection: close\r\n";
+  out += extra_headers;
+  out += "\r\n";
+  out += body;
+  return out;
+}
+
+/// A JSON-RPC error as an HTTP response body (`id: null`).
+std::string rpc_error_body(ir::errc code, std::string_view message) {
+  std::string body;
+  ir::append_error(body, std::nullopt, static_cast<std::int64_t>(code), message);
+  return body;
+}
+
+bool is_supported_version(std::string_view v) {
+  return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
+}
+
+}  // namespace
+
+struct listener::impl {
+  impl(droid::server& s, options o) : srv(s), opts(std::move(o)) {}
+
+  struct shard {
+    asio::io_context io{1};
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+    std::thread thread;
+  };
+
+  droid::server& srv;
+  options opts;
+  std::vector<std::unique_ptr<shard>> shards;
+  std::optional<tcp::acceptor> acceptor;
+  std::uint16_t bound_port = 0;
+  session_table sessions;
+  std::atomic<std::size_t> connection_count{0};
+  std::atomic<std::size_t> next_shard{0};
+  std::atomic<bool> stopping{false};
+  std::optional<asio::steady_timer> reaper;
+  /// Every live connection's "close now" hook, so stop() can end idle keep-alives.
+  std::mutex connections_mutex;
+  std::list<std::function<void()>> closers;
+
+  asio::io_context& pick_shard() { return shards[next_shard++ % shards.size()]->io; }
+
+  void start_accept();
+  void start_reaper();
+  void do_stop();
+};
+
+namespace {
+
+/// One accepted TCP connection and the requests it carries.
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  connection(listener::impl& l, tcp::socket socket)
+      : l_(l),
+        socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
+        parser_(detail::parser_limits{l.opts.max_request_line, l.opts.max_header_bytes, l.opts.max_header_count,
+                                      l.opts.max_body}) {
+    std::error_code ec;
+    const auto local = socket_.local_endpoint(ec);
+    local_is_loopback_ = !ec && local.address().is_loopback();
+    socket_.set_option(tcp::no_delay(true), ec);
+  }
+
+  ~connection() { --l_.connection_count; }
+
+  task<void> run();
+
+  /// Closes an idle connection at once (shutdown); a busy one finishes its response.
+  void close_if_idle() {
+    if (!busy_) {
+      std::error_code ec;
+      socket_.close(ec);
+    }
+    closing_ = true;
+  }
+
+  std::list<std::function<void()>>::iterator closer;
+
+ private:
+  /// Arms the connection's one deadline; when it passes, pending socket operations are
+  /// cancelled and `timed_out_` says why.
+  void arm(clock_type::duration d) {
+    deadline_.expires_after(d);
+    deadline_.async_wait([weak = weak_from_this()](const std::error_code& ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) {
+        self->timed_out_ = true;
+        std::error_code ignored;
+        self->socket_.cancel(ignored);
+      }
+    });
+  }
+  void disarm() { deadline_.cancel(); }
+
+  task<bool> write(std::string data) {
+    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data), use_task);
+    co_return !ec;
+  }
+
+  task<bool> handle(detail::request& req);
+  task<bool> handle_post(detail::request& req);
+  task<bool> handle_get(detail::request& req);
+  task<bool> handle_delete(detail::request& req);
+  task<bool> serve_stream(const std::shared_ptr<detail::event_stream>& stream, const std::string& session_id,
+                          std::uint64_t stream_no, bool json, bool standalone);
+
+  task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
+                   std::string_view extra = {}) {
+    co_return co_await write(response(status, content_type, body, close || closing_, extra)) && !close && !closing_;
+  }
+  task<bool> reply_rpc_error(int status, ir::errc code, std::string_view message, bool close = false) {
+    co_return co_await reply(status, "application/json", rpc_error_body(code, message), close);
+  }
+
+  listener::impl& l_;
+  tcp::socket socket_;
+  asio::steady_timer deadline_;
+  detail::request_parser parser_;
+  bool local_is_loopback_ = false;
+  bool timed_out_ = false;
+  bool busy_ = false;
+  bool closing_ = false;
+};
+
+task<void> connection::run() {
+  std::string buf;
+  std::size_t start = 0;  // first unparsed byte
+  constexpr std::size_t chunk = 16 * 1024;
+  auto self = shared_from_this();
+
+  for (;;) {
+    // Read and parse until one whole request is here. The deadline is the idle timeout
+    // while nothing of a request has arrived, then the header timeout, then a body
+    // timeout derived from the minimum body rate.
+    bool armed_for_request = false;
+    arm(l_.opts.idle_timeout);
+    while (!parser_.complete() && !parser_.failed()) {
+      if (start < buf.size()) {
+        const std::size_t used = parser_.feed(buf.data() + start, buf.size() - start);
+        start += used;
+        if (!armed_for_request && !parser_.idle()) {
+          armed_for_request = true;
+          arm(l_.opts.header_timeout);
+        }
+        if (parser_.headers_complete() && !parser_.failed()) {
+          const auto length = parser_.content_length().value_or(l_.opts.max_body);
+          arm(std::chrono::seconds(5) + std::chrono::seconds(length / std::max<std::size_t>(1, l_.opts.min_body_rate)));
+          if (const std::string* expect = parser_.current().find("expect")) {
+            if (detail::media_type_is(*expect, "100-continue")) {
+              if (parser_.content_length().value_or(0) > 0 && start == buf.size() &&
+                  !co_await write("HTTP/1.1 100 Continue\r\n\r\n"))
+                co_return;
+            } else {
+              co_await reply(417, {}, {}, true);
+              co_return;
+            }
+          }
+        }
+        if (used > 0 || parser_.complete() || parser_.failed()) continue;
+      }
+      if (start == buf.size()) {
+        buf.clear();
+        start = 0;
+      } else if (start > chunk) {
+        buf.erase(0, start);
+        start = 0;
+      }
+      const std::size_t old = buf.size();
+      buf.resize(old + chunk);
+      auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf.data() + old, chunk), use_task);
+      buf.resize(old + n);
+      if (ec) {
+        if (timed_out_ && !parser_.idle()) co_await reply(408, {}, {}, true);
+        co_return;  // EOF, reset, idle timeout, or shutdown
+      }
+    }
+    disarm();
+    if (parser_.failed()) {
+      // The stream cannot be trusted to be in sync any more (a smuggling attempt looks
+      // exactly like this), so the answer is followed by a close.
+      co_await reply(parser_.error_status(), "text/plain", std::string(parser_.error_reason()) + "\n", true);
+      co_return;
+    }
+    detail::request req = parser_.take();
+    busy_ = true;
+    const bool keep = co_await handle(req);
+    busy_ = false;
+    if (!keep || !req.keep_alive || closing_ || l_.stopping) co_return;
+  }
+}
+
+task<bool> connection::handle(detail::request& req) {
+  const std::string_view target = req.target;
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path != l_.opts.path) co_return co_await reply(404, "text/plain", "not found\n");
+
+  // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
+  // Origin; both are checked before anything else can run (RELIABILITY A1, A2).
+  const std::string* host = req.find("host");
+  const bool host_ok = host ? detail::host_allowed(*host, local_is_loopback_, l_.opts.allowed_hosts)
+                            : req.version_minor == 0 && !local_is_loopback_;
+  if (!host_ok || req.count("origin") > 1 || !detail::origin_allowed(req.find("origin"), l_.opts.allowed_origins))
+    co_return co_await reply_rpc_error(403, ir::errc::invalid_request, "Forbidden: Host or Origin not allowed");
+
+  if (req.method == "POST") co_return co_await handle_post(req);
+  if (req.method == "GET") co_return co_await handle_get(req);
+  if (req.method == "DELETE") co_return co_await handle_delete(req);
+  const char* allow = l_.opts.stateless ? "Allow: POST\r\n"
+                      : l_.opts.standalone_stream ? "Allow: GET, POST, DELETE\r\n"
+                                                  : "Allow: POST, DELETE\r\n";
+  co_return co_await reply(405, "text/plain", "method not allowed\n", false, allow);
+}
+
+task<bool> connection::handle_post(detail::request& req) {
+  const options& o = l_.opts;
+  // CSRF: a browser's simple request (text/plain, form encodings) cannot carry
+  // application/json without a preflight, so requiring it closes that door (A4).
+  const std::string* content_type = req.find("content-type");
+  if (!content_type || !detail::media_type_is(*content_type, "application/json"))
+    co_return co_await reply_rpc_error(415, ir::errc::invalid_request,
+                                       "Unsupported Media Type: Content-Type must be application/json");
+  const std::string* accept = req.find("accept");
+  const bool json_mode = o.reply == streaming::json;
+  if (!accept || !detail::accepts(*accept, "application/json") ||
+      (!json_mode && !detail::accepts(*accept, "text/event-stream")))
+    co_return co_await reply_rpc_error(
+        406, ir::errc::invalid_request,
+        "Not Acceptable: Accept must include application/json and text/event-stream");
+  const std::string* version = req.find("mcp-protocol-version");
+  if (version && !is_supported_version(*version))
+    co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
+                                       "Bad Request: unsupported MCP-Protocol-Version " + *version);
+
+  auto decoded = ir::decode(std::move(req.body));
+  if (auto* why = std::get_if<ir::rejection>(&decoded)) {
+    if (!why->answer) co_return co_await reply(202, {}, {});
+    std::string body;
+    ir::append_error(body, why->id, static_cast<std::int64_t>(why->code), why->message);
+    co_return co_await reply(400, "application/json", body);
+  }
+  ir::message msg = std::get<ir::message>(std::move(decoded));
+  const bool is_initialize = msg.is_request() && msg.method() == "initialize";
+
+  std::shared_ptr<session_entry> entry;
+  std::string new_session_header;
+  if (o.stateless) {
+    // A fresh session per request, on this shard, that exists for this request only.
+    entry = std::make_shared<session_entry>();
+    entry->executor = socket_.get_executor();
+    entry->s = session::create(l_.srv, entry->executor, nullptr);
+    if (!is_initialize) {
+      peer_info peer;
+      peer.protocol_version = version ? *version : "2025-03-26";
+      entry->s->assume_initialized(std::move(peer));
+    }
+  } else {
+    const std::string* sid = req.find("mcp-session-id");
+    if (is_initialize && !sid) {
+      entry = std::make_shared<session_entry>();
+      entry->id = detail::new_session_id();
+      entry->executor = socket_.get_executor();
+      entry->s = session::create(l_.srv, entry->executor, nullptr);
+      entry->last_used = now_ns();
+      if (!l_.sessions.insert(entry, o.max_sessions))
+        co_return co_await reply_rpc_error(503, ir::errc::internal_error,
+                                           "Service Unavailable: too many sessions, try again later");
+      new_session_header = "Mcp-Session-Id: " + entry->id + "\r\n";
+    } else {
+      if (!sid)
+        co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
+                                           "Bad Request: Mcp-Session-Id header is required");
+      entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+      if (!entry)
+        co_return co_await reply_rpc_error(404, ir::errc::invalid_request,
+                                           "Not Found: unknown or ended session; initialize a new one");
+    }
+  }
+  entry->last_used = now_ns();
+
+  if (!msg.is_request()) {
+    // Notifications and responses get 202 as soon as they are handed over.
+    asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg)]() mutable { s->receive(std::move(m)); });
+    co_return co_await reply(202, {}, {});
+  }
+
+  auto stream = std::make_shared<detail::event_stream>(socket_.get_executor());
+  ++entry->active;
+  asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), stream]() mutable {
+    s->receive(std::move(m), stream);
+  });
+  const std::uint64_t stream_no = ++entry->next_stream;
+  const bool keep = co_await serve_stream(stream, new_session_header, stream_no, json_mode, false);
+  --entry->active;
+  entry->last_used = now_ns();
+  if (o.stateless) {
+    asio::dispatch(entry->executor, [s = entry->s] { s->close(); });
+  }
+  co_return keep;
+}
+
+task<bool> connection::serve_stream(const std::shared_ptr<detail::event_stream>& stream,
+                                    const std::string& session_header, std::uint64_t stream_no, bool json,
+                                    bool standalone) {
+  const auto keep_alive = l_.opts.keep_alive_interval;
+  if (json) {
+    // One document: everything but the last message (the response) has nowhere to go.
+    std::string last;
+    for (;;) {
+      for (std::string& m : stream->drain()) last = std::move(m);
+      if (stream->finished()) break;
+      co_await stream->wait(std::chrono::hours(24));
+    }
+    if (last.empty()) co_return co_await reply(202, {}, {}, false, session_header);
+    co_return co_await reply(200, "application/json", last, false, session_header);
+  }
+
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                     "Transfer-Encoding: chunked\r\n";
+  head += session_header;
+  head += "\r\n";
+  if (!co_await write(std::move(head))) {
+    stream->kill();
+    co_return false;
+  }
+  std::uint64_t seq = 0;
+  std::string out;
+  for (;;) {
+    co_await stream->wait(standalone ? keep_alive : std::chrono::hours(24));
+    out.clear();
+    std::string events;
+    for (std::string& m : stream->drain())
+      detail::append_sse_event(events, std::to_string(stream_no) + "." + std::to_string(++seq), m);
+    if (events.empty() && standalone && !stream->finished()) events = ": keep-alive\n\n";
+    if (!events.empty()) {
+      char size[20];
+      const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+      out.append(size, static_cast<std::size_t>(len));
+      out += events;
+      out += "\r\n";
+    }
+    if (stream->finished()) out += "0\r\n\r\n";
+    if (!out.empty() && !co_await write(out)) {
+      stream->kill();
+      co_return false;
+    }
+    if (stream->finished()) co_return true;
+    if (closing_ && standalone) {
+      (void)co_await write("0\r\n\r\n");
+      co_return false;
+    }
+  }
+}
+
+task<bool> connection::handle_get(detail::request& req) {
+  const options& o = l_.opts;
+  if (o.stateless || !o.standalone_stream)
+    co_return co_await reply(405, "text/plain", "method not allowed\n", false,
+                             o.stateless ? "Allow: POST\r\n" : "Allow: POST, DELETE\r\n");
+  const std::string* accept = req.find("accept");
+  if (!accept || !detail::accepts(*accept, "text/event-stream"))
+    co_return co_await reply_rpc_error(406, ir::errc::invalid_request,
+                                       "Not Acceptable: Accept must include text/event-stream");
+  const std::string* sid = req.find("mcp-session-id");
+  if (!sid)
+    co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
+  auto entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+  if (!entry)
+    co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  if (entry->has_standalone.exchange(true))
+    co_return co_await reply_rpc_error(409, ir::errc::invalid_request,
+                                       "Conflict: this session already has a standalone stream open");
+
+  auto stream = std::make_shared<detail::event_stream>(socket_.get_executor());
+  ++entry->active;
+  asio::dispatch(entry->executor, [entry, stream] {
+    entry->standalone = stream;
+    entry->s->set_outbound(stream);
+  });
+  const bool keep = co_await serve_stream(stream, {}, 0, false, true);
+  asio::dispatch(entry->executor, [entry, stream] {
+    if (entry->standalone == stream) {
+      entry->standalone.reset();
+      entry->s->set_outbound(nullptr);
+    }
+    entry->has_standalone = false;
+  });
+  --entry->active;
+  entry->last_used = now_ns();
+  co_return keep;
+}
+
+task<bool> connection::handle_delete(detail::request& req) {
+  if (l_.opts.stateless) co_return co_await reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
+  const std::string* sid = req.find("mcp-session-id");
+  if (!sid)
+    co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
+  auto entry = detail::valid_session_id(*sid) ? l_.sessions.erase(*sid) : nullptr;
+  if (!entry)
+    co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  end_session(entry);
+  co_return co_await reply(200, {}, {});
+}
+
+}  // namespace
+
+void listener::impl::start_accept() {
+  acceptor->async_accept(pick_shard(), [this](const std::error_code& ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || stopping) return;
+      // Out of descriptors and the like: try again shortly instead of spinning.
+      auto timer = std::make_shared<asio::steady_timer>(acceptor->get_executor(), std::chrono::milliseconds(50));
+      timer->async_wait([this, timer](const std::error_code&) {
+        if (!stopping) start_accept();
+      });
+      return;
+    }
+    if (++connection_count > opts.max_connections || stopping) {
+      --connection_count;
+      std::error_code ignored;
+      socket.close(ignored);
+    } else {
+      auto exec = socket.get_executor();
+      auto c = std::make_shared<connection>(*this, std::move(socket));
+      {
+        std::lock_guard lock(connections_mutex);
+        c->closer = closers.insert(closers.end(), [exec, weak = std::weak_ptr<connection>(c)] {
+          asio::post(exec, [weak] {
+            if (auto c = weak.lock()) c->close_if_idle();
+          });
+        });
+      }
+      spawn(exec, c->run(), [this, c](std::exception_ptr failure) {
+        {
+          std::lock_guard lock(connections_mutex);
+          closers.erase(c->closer);
+        }
+        if (failure) {
+          try {
+            std::rethrow_exception(failure);
+          } catch (const std::exception& e) {
+            srv.log(std::string("http connection failed: ") + e.what());
+          }
+        }
+      });
+    }
+    start_accept();
+  });
+}
+
+void listener::impl::start_reaper() {
+  const auto period = std::clamp<clock_type::duration>(opts.session_idle_timeout / 4, std::chrono::milliseconds(50),
+                                                       std::chrono::seconds(5));
+  reaper->expires_after(period);
+  reaper->async_wait([this](const std::error_code& ec) {
+    if (ec || stopping) return;
+    const std::int64_t cutoff =
+        now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(opts.session_idle_timeout).count();
+    for (auto& e : sessions.take_idle(cutoff)) end_session(e);
+    start_reaper();
+  });
+}
+
+void listener::impl::do_stop() {
+  if (stopping.exchange(true)) return;
+  asio::post(shards[0]->io, [this] {
+    std::error_code ignored;
+    acceptor->close(ignored);
+    if (reaper) reaper->cancel();
+    // Give running calls the drain deadline, then end every session.
+    auto drain = std::make_shared<asio::steady_timer>(shards[0]->io, opts.drain_timeout);
+    auto poll = std::make_shared<std::function<void()>>();
+    *poll = [this, drain, poll] {
+      // Sessions with open POST streams are still answering.
+      if (sessions.any_answering() && drain->expiry() > clock_type::now()) {
+        auto tick = std::make_shared<asio::steady_timer>(shards[0]->io, std::chrono::milliseconds(10));
+        tick->async_wait([poll, tick](const std::error_code&) { (*poll)(); });
+        return;
+      }
+      for (auto& e : sessions.take_all()) end_session(e);
+      {
+        std::lock_guard lock(connections_mutex);
+        for (auto& close : closers) close();
+      }
+      for (auto& s : shards) s->guard.reset();
+      *poll = nullptr;  // break the self-reference
+    };
+    (*poll)();
+  });
+}
+
+listener::listener(droid::server& srv, options opts) : impl_(std::make_unique<impl>(srv, std::move(opts))) {
+  unsigned n = impl_->opts.threads ? impl_->opts.threads : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) {
+    impl_->shards.push_back(std::make_unique<impl::shard>());
+    impl_->shards.back()->guard.emplace(impl_->shards.back()->io.get_executor());
+  }
+  asio::io_context& io0 = impl_->shards[0]->io;
+  tcp::resolver resolver(io0);
+  const auto results = resolver.resolve(impl_->opts.host, std::to_string(impl_->opts.port),
+                                        tcp::resolver::numeric_service);
+  const tcp::endpoint ep = *results.begin();
+  impl_->acceptor.emplace(io0);
+  impl_->acceptor->open(ep.protocol());
+  impl_->acceptor->set_option(tcp::acceptor::reuse_address(true));
+  impl_->acceptor->bind(ep);
+  impl_->acceptor->listen(asio::socket_base::max_listen_connections);
+  impl_->bound_port = impl_->acceptor->local_endpoint().port();
+  if (!ep.address().is_loopback())
+    srv.log("http: listening on a non-loopback address (" + impl_->opts.host +
+            "): the server is reachable from the network");
+  impl_->reaper.emplace(io0);
+}
+
+listener::~listener() {
+  stop();
+  for (auto& s : impl_->shards)
+    if (s->thread.joinable()) s->thread.join();
+}
+
+std::uint16_t listener::port() const noexcept { return impl_->bound_port; }
+
+std::string listener::url() const {
+  const std::string& h = impl_->opts.host;
+  const bool v6 = h.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->bound_port) + impl_->opts.path;
+}
+
+void listener::run() {
+  impl_->start_accept();
+  impl_->start_reaper();
+  for (std::size_t i = 1; i < impl_->shards.size(); ++i) {
+    impl::shard* s = impl_->shards[i].get();
+    s->thread = std::thread([s] { s->io.run(); });
+  }
+  impl_->shards[0]->io.run();
+  for (std::size_t i = 1; i < impl_->shards.size(); ++i)
+    if (impl_->shards[i]->thread.joinable()) impl_->shards[i]->thread.join();
+}
+
+void listener::stop() { impl_->do_stop(); }
+
+std::size_t listener::sessions() const { return impl_->sessions.size(); }
+std::size_t listener::connections() const { return impl_->connection_count.load(); }
+
+int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
+  std::signal(SIGPIPE, SIG_IGN);
+  listener l(srv, std::move(opts));
+  if (on_ready) on_ready(l);
+  // Signals are watched on a thread of their own so that every shard stays a plain
+  // io_context::run().
+  asio::io_context signal_io;
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([&l](const std::error_code& ec, int) {
+    if (!ec) l.stop();
+  });
+  std::thread watcher([&signal_io] { signal_io.run(); });
+  l.run();
+  signals.cancel();
+  signal_io.stop();
+  watcher.join();
+  return 0;
+}
+
+}  // namespace droid::http

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: BSL-1.0
+// Peer test: the official MCP TypeScript SDK client drives everything-server over
+// Streamable HTTP.
+//
+//     node test/peer/http_client.mjs build/examples/everything-server                   # event streams
+//     node test/peer/http_client.mjs build/examples/everything-server --json-response   # JSON replies
+//     node test/peer/http_client.mjs build/examples/everything-server --stateless       # no sessions
+//
+// Starts the server with `--http 127.0.0.1:0` (plus the mode flag), reads its URL from the
+// first stdout line that starts with http://, and connects StreamableHTTPClientTransport.
+// Prints one `ok - <step>` or `not ok - <step>: <why>` line per step and exits 1 if any
+// step failed. Exit 77 (Meson's "skipped") when the SDK is not installed, unless
+// DROID_REQUIRE_PEERS=1, which turns that into a failure so CI can never skip silently.
+// Install the SDK with `npm ci --prefix test/peer`.
+//
+// Set DROID_PEER_TRACE=1 to print every JSON-RPC message and every HTTP exchange (with the
+// bytes of its body) to stderr.
+
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const SKIP = 77;
+const requirePeers = process.env.DROID_REQUIRE_PEERS === '1';
+const trace = process.env.DROID_PEER_TRACE === '1';
+const here = dirname(fileURLToPath(import.meta.url));
+
+function missingPrerequisite(why) {
+  if (requirePeers) {
+    console.log(`not ok - prerequisites: ${why} (DROID_REQUIRE_PEERS=1, so this is a failure, not a skip)`);
+    process.exit(1);
+  }
+  console.log(`# SKIP ${why}`);
+  process.exit(SKIP);
+}
+
+const usage = 'usage: node http_client.mjs <path to everything-server> [--json-response | --stateless]';
+const serverPath = process.argv[2];
+const modeFlag = process.argv[3];
+if (!serverPath || process.argv.length > 4 || (modeFlag !== undefined && !['--json-response', '--stateless'].includes(modeFlag))) {
+  console.log(`not ok - arguments: ${usage}`);
+  process.exit(1);
+}
+const mode = modeFlag === '--json-response' ? 'json' : modeFlag === '--stateless' ? 'stateless' : 'sse';
+
+// Imported dynamically: a static import of a missing package throws before any of this
+// file runs, and the skip-or-fail decision above could not be made.
+let Client, StreamableHTTPClientTransport, McpError, ErrorCode, LATEST_PROTOCOL_VERSION;
+try {
+  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
+  ({ StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+  ({ McpError, ErrorCode, LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js'));
+} catch (error) {
+  if (error?.code === 'ERR_MODULE_NOT_FOUND') {
+    missingPrerequisite(`@modelcontextprotocol/sdk is not installed in ${here}/node_modules; ` +
+      `run \`npm ci --prefix test/peer\` (${error.message.split('\n')[0]})`);
+  }
+  console.log(`not ok - import the SDK: ${error?.stack ?? error}`);
+  process.exit(1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reporting
+
+let failures = 0;
+function ok(step) {
+  console.log(`ok - ${step}`);
+}
+function notOk(step, why) {
+  failures += 1;
+  console.log(`not ok - ${step}: ${why}`);
+}
+class Check extends Error {}
+function check(condition, why) {
+  if (!condition) throw new Check(why);
+}
+const show = (v) => JSON.stringify(v);
+function textOf(result) {
+  return (result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+}
+async function step(name, body) {
+  try {
+    await body();
+    ok(name);
+    return true;
+  } catch (error) {
+    notOk(name, error instanceof Check ? error.message : (error?.stack ?? String(error)));
+    return false;
+  }
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------
+// The server process
+
+let child;
+let childExit = null; // { code, signal, at } once it has exited
+function killServer() {
+  if (child && childExit === null) try { child.kill('SIGKILL'); } catch { /* already gone */ }
+}
+
+// Never hang: whatever goes wrong, give up after 60 s and kill the server.
+const watchdog = setTimeout(() => {
+  console.log('not ok - watchdog: the run took longer than 60 s');
+  killServer();
+  process.exit(1);
+}, 60_000);
+watchdog.unref();
+
+function finish() {
+  killServer();
+  clearTimeout(watchdog);
+  console.log(failures === 0 ? '# all steps passed' : `# ${failures} step(s) failed`);
+  process.exit(failures === 0 ? 0 : 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// The pinned SDK
+
+// The version pinned in package.json must be the one installed; a stale node_modules
+// would otherwise test against some other SDK without saying so.
+const pinned = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).dependencies['@modelcontextprotocol/sdk'];
+let installed = 'unknown';
+try {
+  let dir = dirname(fileURLToPath(import.meta.resolve('@modelcontextprotocol/sdk/client/index.js')));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      if (pkg.name === '@modelcontextprotocol/sdk') { installed = pkg.version; break; }
+    } catch { /* no package.json here: keep walking up */ }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+} catch { /* import.meta.resolve unavailable: stays unknown */ }
+console.log(`# @modelcontextprotocol/sdk ${installed} (pinned ${pinned}), node ${process.version}, LATEST_PROTOCOL_VERSION ${LATEST_PROTOCOL_VERSION}`);
+console.log(`# server: ${serverPath} --http 127.0.0.1:0${modeFlag ? ` ${modeFlag}` : ''} (mode ${mode})`);
+await step('the installed SDK is the pinned one', async () => {
+  check(installed === pinned, `node_modules holds @modelcontextprotocol/sdk ${installed}, package.json pins ${pinned}; ` +
+    'run `npm ci --prefix test/peer`');
+});
+
+// ---------------------------------------------------------------------------------------
+// Start the server and wait for its URL
+
+let url;
+const started = await step('the server starts and prints its URL', async () => {
+  const args = ['--http', '127.0.0.1:0', ...(modeFlag ? [modeFlag] : [])];
+  child = spawn(serverPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  child.on('exit', (code, signal) => { childExit = { code, signal, at: Date.now() }; });
+  const lines = createInterface({ input: child.stdout });
+  url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Check('no http:// line on stdout within 10 s')), 10_000);
+    child.once('error', (error) => { clearTimeout(timer); reject(new Check(`cannot start ${serverPath}: ${error.message}`)); });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Check(`the server exited (status ${code}, signal ${signal}) before printing its URL`));
+    });
+    lines.on('line', (line) => {
+      if (url === undefined && line.startsWith('http://')) {
+        clearTimeout(timer);
+        resolve(line.trim());
+      } else {
+        console.log(`# server stdout: ${line}`);
+      }
+    });
+  });
+  check(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*\/mcp$/.test(url), `the URL line is ${show(url)}, want http://127.0.0.1:<port>/mcp`);
+  console.log(`# server (pid ${child.pid}) listening at ${url}`);
+});
+if (!started) finish();
+
+// ---------------------------------------------------------------------------------------
+// Taps: every HTTP exchange the SDK makes (with the bytes of each response body, read
+// from a tee of the body the SDK reads), and every JSON-RPC message in either direction.
+
+const exchanges = [];
+async function tapFetch(input, init = {}) {
+  const x = {
+    n: exchanges.length + 1,
+    method: (init.method ?? 'GET').toUpperCase(),
+    requestHeaders: Object.fromEntries(new Headers(init.headers ?? {})),
+    requestBody: typeof init.body === 'string' ? init.body : undefined,
+    status: undefined,
+    headers: undefined,
+    body: '',
+    ended: false,
+    sentAt: Date.now(),
+  };
+  exchanges.push(x);
+  if (trace) console.error(`# http ${x.n} -> ${x.method} ${show(x.requestHeaders)} ${x.requestBody ?? ''}`);
+  let response;
+  try {
+    response = await fetch(input, init);
+  } catch (error) {
+    x.error = String(error);
+    x.ended = true;
+    throw error;
+  }
+  x.status = response.status;
+  x.headers = Object.fromEntries(response.headers);
+  if (trace) console.error(`# http ${x.n} <- ${x.status} ${show(x.headers)}`);
+  if (!response.body || [101, 103, 204, 205, 304].includes(response.status)) {
+    x.ended = true;
+    return response;
+  }
+  const [mine, theirs] = response.body.tee();
+  (async () => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of mine) {
+        const text = decoder.decode(chunk, { stream: true });
+        x.body += text;
+        if (trace) console.error(`# http ${x.n} <- ${show(text)}`);
+      }
+    } catch (error) {
+      x.error = String(error);
+    }
+    x.ended = true;
+    x.endedAt = Date.now();
+    if (trace) console.error(`# http ${x.n} <- end of body${x.error ? ` (${x.error})` : ''}`);
+  })();
+  const copy = new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperty(copy, 'url', { value: response.url });
+  return copy;
+}
+const describe = (x) => x && `${x.method} -> ${x.status} ${show(x.headers?.['content-type'] ?? null)} body ${show(x.body)}${x.error ? ` (${x.error})` : ''}`;
+const exchangeFor = (predicate) => exchanges.findLast((x) => {
+  try { return x.requestBody !== undefined && predicate(JSON.parse(x.requestBody)); } catch { return false; }
+});
+/// The `data:` payloads of a text/event-stream body, parsed.
+function sseMessages(body) {
+  const out = [];
+  for (const event of body.replace(/\r\n?/g, '\n').split('\n\n')) {
+    const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
+    if (data.length > 0) try { out.push(JSON.parse(data.join('\n'))); } catch { out.push({ unparseable: data.join('\n') }); }
+  }
+  return out;
+}
+
+/// A POST the SDK did not make: a raw request against the endpoint.
+async function rawPost(message, headers) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(message),
+  });
+  const body = await response.text();
+  return { status: response.status, headers: Object.fromEntries(response.headers), body };
+}
+
+const clientInfo = { name: `droid-peer-ts-http-${mode}`, version: '1.0.0' };
+const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } } };
+
+const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: tapFetch });
+const client = new Client(clientInfo, { capabilities: clientCapabilities });
+
+// Everything the SDK finds wrong with the session (unparseable events, failed requests,
+// responses to unknown ids, progress for unknown tokens, ...) arrives here; any of it
+// fails the run.
+const protocolErrors = [];
+client.onerror = (error) => {
+  protocolErrors.push(error?.message ?? String(error));
+  console.error(`# client onerror (checked at the end): ${error?.message ?? error}`);
+};
+
+const wire = [];
+transport.onmessage = (message) => {
+  wire.push({ at: Date.now(), dir: 'in', message });
+  if (trace) console.error(`# <- ${show(message)}`);
+};
+const originalSend = transport.send.bind(transport);
+transport.send = (message, options) => {
+  wire.push({ at: Date.now(), dir: 'out', message });
+  if (trace) console.error(`# -> ${show(message)}`);
+  return originalSend(message, options);
+};
+
+// ---------------------------------------------------------------------------------------
+// Steps shared by the modes
+
+const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info'];
+
+async function initialize() {
+  await client.connect(transport);
+  const server = client.getServerVersion();
+  check(server?.name === 'everything-server', `serverInfo.name is ${show(server?.name)}, want "everything-server"`);
+  check(typeof server?.version === 'string' && server.version.length > 0, `serverInfo.version is ${show(server?.version)}`);
+  const caps = client.getServerCapabilities();
+  check(caps?.tools && typeof caps.tools === 'object', `capabilities.tools missing: ${show(caps)}`);
+  const init = wire.find((w) => w.dir === 'in' && w.message.id !== undefined && w.message.result?.protocolVersion);
+  const negotiated = init?.message.result.protocolVersion;
+  check(negotiated === LATEST_PROTOCOL_VERSION, `initialize negotiated ${show(negotiated)}; the SDK asked for ${LATEST_PROTOCOL_VERSION}`);
+  const post = exchangeFor((m) => m.method === 'initialize');
+  console.log(`# negotiated protocolVersion ${negotiated}, server ${server.name} ${server.version}; ` +
+    `initialize answered ${post?.status} ${post?.headers?.['content-type']}, session ${show(transport.sessionId ?? null)}`);
+}
+
+async function listTools() {
+  const tools = [];
+  let cursor;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : undefined);
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  for (const name of expectedTools) {
+    const tool = byName.get(name);
+    check(tool, `tool ${name} missing from ${show([...byName.keys()])}`);
+    check(typeof tool.description === 'string' && tool.description.length > 0, `${name}: empty description`);
+    check(tool.inputSchema?.type === 'object', `${name}: inputSchema.type is ${show(tool.inputSchema?.type)}`);
+  }
+  check(tools.length === expectedTools.length, `${tools.length} tools, want ${expectedTools.length}: ${show([...byName.keys()])}`);
+  check(byName.get('add').outputSchema?.type === 'object', `add: outputSchema is ${show(byName.get('add').outputSchema)}`);
+}
+
+async function echo() {
+  const text = 'héllo "world" ✓';
+  const result = await client.callTool({ name: 'echo', arguments: { text } });
+  check(!result.isError, `isError: ${show(result)}`);
+  check(result.content.length === 1 && result.content[0].type === 'text', `content is ${show(result.content)}`);
+  check(result.content[0].text === text, `text is ${show(result.content[0].text)}, want ${show(text)}`);
+}
+
+async function add() {
+  // callTool() validates structuredContent against the outputSchema cached by listTools.
+  const result = await client.callTool({ name: 'add', arguments: { a: 1, b: 2.5 } });
+  check(!result.isError, `isError: ${show(result)}`);
+  check(result.structuredContent?.result === 3.5, `structuredContent is ${show(result.structuredContent)}`);
+}
+
+/// POSTs carrying requests must have been answered the way the mode says.
+function repliesAre(contentType) {
+  const posts = exchanges.filter((x) => x.method === 'POST' && (() => {
+    try { const m = JSON.parse(x.requestBody); return m.method !== undefined && m.id !== undefined; } catch { return false; }
+  })());
+  check(posts.length > 0, 'no POSTs carrying requests were seen');
+  const wrong = posts.filter((x) => x.status !== 200 || (x.headers?.['content-type'] ?? '').split(';')[0].trim() !== contentType);
+  check(wrong.length === 0, `requests not answered 200 ${contentType}: ${show(wrong.map(describe))}`);
+  const notifications = exchanges.filter((x) => x.method === 'POST' && (() => {
+    try { const m = JSON.parse(x.requestBody); return m.id === undefined; } catch { return false; }
+  })());
+  const not202 = notifications.filter((x) => x.status !== 202);
+  check(not202.length === 0, `notifications not answered 202: ${show(not202.map(describe))}`);
+}
+
+async function closeAndStop() {
+  await step('close the client', async () => {
+    await client.close();
+  });
+
+  await step('SIGTERM: the server exits with status 0 within 3 s', async () => {
+    check(childExit === null, `the server had already exited: ${show(childExit)}`);
+    const sent = Date.now();
+    child.kill('SIGTERM');
+    while (childExit === null && Date.now() - sent < 3000) await sleep(10);
+    check(childExit !== null, `the server (pid ${child.pid}) had not exited 3 s after SIGTERM`);
+    check(childExit.signal === null, `the server died of ${childExit.signal} after SIGTERM`);
+    check(childExit.code === 0, `the server exited with status ${childExit.code} after SIGTERM`);
+    console.log(`# server (pid ${child.pid}) exited with status 0 ${childExit.at - sent} ms after SIGTERM`);
+  });
+}
+
+/// Drops reports the SDK makes about its own standalone GET stream being cut when the
+/// client closes (an abort the SDK reports through onerror); returns what was dropped.
+function dropClosingNoise(sinceIndex) {
+  const noise = (e) => /SSE stream disconnected: AbortError|This operation was aborted/.test(e);
+  const dropped = protocolErrors.slice(sinceIndex).filter(noise);
+  for (const e of dropped) protocolErrors.splice(protocolErrors.indexOf(e), 1);
+  return dropped;
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode: event streams (the default)
+
+async function runSse() {
+  const connected = await step('initialize', async () => {
+    await initialize();
+    const id = transport.sessionId;
+    check(typeof id === 'string' && id.length >= 22, `transport.sessionId is ${show(id)}, want a string of 22+ characters`);
+    check(/^[\x21-\x7e]+$/.test(id), `session id ${show(id)} has characters outside 0x21..0x7E`);
+  });
+  if (!connected) return;
+
+  await step('tools/list', listTools);
+  await step('echo returns its text unchanged', echo);
+  await step('add returns structured content that matches its outputSchema', add);
+
+  await step('forecast with defaults', async () => {
+    const result = await client.callTool({ name: 'forecast', arguments: { city: 'Oslo' } });
+    check(!result.isError, `isError: ${show(result)}`);
+    const s = result.structuredContent;
+    check(s?.city === 'Oslo', `city is ${show(s?.city)}`);
+    check(Array.isArray(s?.highs) && s.highs.length === 3, `highs is ${show(s?.highs)}, want 3 entries`);
+  });
+
+  await step('forecast with a mistyped argument is a tool error naming it', async () => {
+    const result = await client.callTool({ name: 'forecast', arguments: { city: 'Oslo', days: 'x' } });
+    check(result.isError === true, `isError is ${show(result.isError)}: ${show(result)}`);
+    check(textOf(result).includes('days'), `text ${show(textOf(result))} does not mention days`);
+  });
+
+  await step('forecast whose handler throws is a tool error naming days', async () => {
+    const result = await client.callTool({ name: 'forecast', arguments: { city: 'Oslo', days: 50 } });
+    check(result.isError === true, `isError is ${show(result.isError)}: ${show(result)}`);
+    check(textOf(result).includes('days must be between 1 and 10'), `text is ${show(textOf(result))}`);
+  });
+
+  await step('fail is a tool error with its message', async () => {
+    const result = await client.callTool({ name: 'fail', arguments: { message: 'boom' } });
+    check(result.isError === true, `isError is ${show(result.isError)}: ${show(result)}`);
+    check(textOf(result) === 'boom', `text is ${show(textOf(result))}, want "boom"`);
+  });
+
+  await step('unknown tool is JSON-RPC error -32602', async () => {
+    let result;
+    try {
+      result = await client.callTool({ name: 'no_such_tool', arguments: {} });
+    } catch (error) {
+      check(error instanceof McpError, `rejected with ${error?.name}: ${error?.message}`);
+      check(error.code === ErrorCode.InvalidParams, `code is ${error.code} (${error.message}), want -32602`);
+      return;
+    }
+    check(false, `resolved instead of rejecting: ${show(result)}`);
+  });
+
+  await step('count reports progress on the POST\'s event stream', async () => {
+    const seen = [];
+    const errorsBefore = protocolErrors.length;
+    const result = await client.callTool({ name: 'count', arguments: { steps: 3, interval_ms: 10 } }, undefined,
+      { onprogress: (p) => seen.push(p) });
+    await sleep(50); // let notification handlers the SDK deferred to a microtask run
+    check(!result.isError, `isError: ${show(result)}`);
+    check(textOf(result) === 'counted to 3', `text is ${show(textOf(result))}`);
+
+    // The server's side of the contract, from the bytes of the POST's own event stream:
+    // three progress notifications, then the response, then the end of the stream.
+    const request = wire.findLast((w) => w.dir === 'out' && w.message.params?.name === 'count');
+    const id = request.message.id;
+    const token = request.message.params._meta?.progressToken;
+    const post = exchangeFor((m) => m.id === id && m.params?.name === 'count');
+    check(post, 'the count POST was not seen');
+    check(post.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'),
+      `the count POST was answered ${describe(post)}`);
+    for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
+    check(post.ended, `the count POST's event stream was still open 1 s after its response: ${describe(post)}`);
+    const messages = sseMessages(post.body);
+    const responseAt = messages.findIndex((m) => m.id === id && m.method === undefined);
+    check(responseAt === messages.length - 1, `the response is not the last event on the stream: ${show(messages)}`);
+    const sent = messages.slice(0, responseAt)
+      .filter((m) => m.method === 'notifications/progress' && m.params?.progressToken === token).map((m) => m.params);
+    check(sent.length === 3, `${sent.length} progress notifications on the stream before the response, want 3: ${show(post.body)}`);
+    for (let i = 0; i < sent.length; ++i) {
+      check(sent[i].total === 3, `progress ${i} has total ${show(sent[i].total)}: ${show(sent)}`);
+      if (i > 0) check(sent[i].progress > sent[i - 1].progress, `progress does not increase: ${show(sent)}`);
+    }
+    const elsewhere = exchanges.filter((x) => x !== post && sseMessages(x.body).some((m) => m.params?.progressToken === token));
+    check(elsewhere.length === 0, `progress for the count request also arrived on other streams: ${show(elsewhere.map(describe))}`);
+
+    // What the SDK delivered to onprogress. SDK 1.32.2 dispatches notifications on a
+    // microtask but responses synchronously, so progress that arrives in the same read as
+    // the response can find its handler already gone, and is reported through onerror as
+    // "unknown token" (modelcontextprotocol/typescript-sdk#2580). The stream check above is
+    // the server's contract; here, the SDK must have delivered a prefix, and the rest
+    // must be exactly those reports.
+    check(show(seen) === show(sent.slice(0, seen.length).map(({ progressToken, ...p }) => p)),
+      `onprogress saw ${show(seen)}, the server sent ${show(sent)}`);
+    const lost = sent.slice(seen.length);
+    const unknownToken = (e) => e.startsWith('Received a progress notification for an unknown token:');
+    const reported = protocolErrors.slice(errorsBefore).filter(unknownToken);
+    check(reported.length === lost.length, `onprogress missed ${show(lost)}, but the SDK reported ${show(reported)}`);
+    for (const e of reported) protocolErrors.splice(protocolErrors.indexOf(e), 1);
+    if (lost.length > 0)
+      console.log(`# the SDK dropped the last ${lost.length} of ${sent.length} progress notifications, which arrived with the response (typescript-sdk#2580); the stream order was right`);
+  });
+
+  await step('cancellation', async () => {
+    const controller = new AbortController();
+    const startedAt = Date.now();
+    const call = client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, undefined, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 200);
+    let rejection;
+    try {
+      const result = await call;
+      check(false, `resolved instead of rejecting: ${show(result)}`);
+    } catch (error) {
+      if (error instanceof Check) throw error;
+      rejection = error;
+    }
+    const elapsed = Date.now() - startedAt;
+    check(elapsed < 5000, `rejected after ${elapsed} ms`);
+    const request = wire.find((w) => w.dir === 'out' && w.message.method === 'tools/call' && w.message.params?.name === 'sleep');
+    check(request, 'the sleep request never went out');
+    const id = request.message.id;
+    const cancelled = wire.find((w) => w.dir === 'out' && w.message.method === 'notifications/cancelled');
+    check(cancelled?.message.params?.requestId === id, `notifications/cancelled for ${show(id)} not sent: ${show(cancelled?.message)}`);
+    console.log(`# sleep (id ${id}) rejected after ${elapsed} ms with ${rejection?.name}: ${rejection?.message}`);
+
+    // The session must carry on. A ping and an echo answered after the cancellation also
+    // flush anything the server might still say about the cancelled request.
+    await client.ping();
+    const echoed = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
+    check(textOf(echoed) === 'still here', `echo after cancel returned ${show(echoed)}`);
+    await sleep(300);
+    await client.ping();
+    const late = wire.filter((w) => w.dir === 'in' && w.message.id === id && w.message.method === undefined);
+    check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late.map((w) => w.message))}`);
+    const post = exchangeFor((m) => m.id === id && m.params?.name === 'sleep');
+    check(post?.status === 200, `the sleep POST was answered ${describe(post)}`);
+    console.log(`# the sleep POST's event stream ${post.ended ? `ended ${post.endedAt - startedAt} ms after the call` : 'is still open'}` +
+      `; its bytes: ${show(post.body)}`);
+  });
+
+  await step('client_info reports what initialize declared', async () => {
+    const result = await client.callTool({ name: 'client_info', arguments: {} });
+    check(!result.isError, `isError: ${show(result)}`);
+    let info;
+    try {
+      info = JSON.parse(textOf(result));
+    } catch (error) {
+      check(false, `text is not JSON (${error.message}): ${show(textOf(result))}`);
+    }
+    check(info.protocolVersion === LATEST_PROTOCOL_VERSION, `protocolVersion is ${show(info.protocolVersion)}, want ${LATEST_PROTOCOL_VERSION}`);
+    check(info.clientInfo?.name === clientInfo.name, `clientInfo is ${show(info.clientInfo)}`);
+    check(info.capabilities?.experimental?.['droid.peerTest']?.marker === 42, `capabilities are ${show(info.capabilities)}`);
+  });
+
+  await step('requests were answered with event streams, notifications with 202', async () => {
+    repliesAre('text/event-stream');
+    const get = exchanges.find((x) => x.method === 'GET');
+    console.log(`# the SDK's standalone GET stream: ${get ? `${get.status} ${get.headers?.['content-type']}` : 'not opened'}`);
+  });
+
+  await step('a POST with a foreign Origin is 403 with a JSON-RPC error whose id is null', async () => {
+    // Node's fetch lets a script set Origin (it is forbidden only in browsers); Host it
+    // silently replaces, so that half of the DNS rebinding check is not testable here.
+    const reply = await rawPost({ jsonrpc: '2.0', id: 'evil', method: 'ping' }, {
+      origin: 'http://evil.com',
+      'mcp-session-id': transport.sessionId,
+      'mcp-protocol-version': transport.protocolVersion,
+    });
+    check(reply.status === 403, `status ${reply.status}, want 403; body ${show(reply.body)}`);
+    let body;
+    try {
+      body = JSON.parse(reply.body);
+    } catch (error) {
+      check(false, `the body is not JSON (${error.message}): ${show(reply.body)} (content-type ${show(reply.headers['content-type'])})`);
+    }
+    check(body.jsonrpc === '2.0' && 'id' in body && body.id === null, `the body's id is not null: ${show(reply.body)}`);
+    check(typeof body.error?.code === 'number' && typeof body.error?.message === 'string', `the body has no error: ${show(reply.body)}`);
+    check((reply.headers['content-type'] ?? '').startsWith('application/json'), `content-type is ${show(reply.headers['content-type'])}`);
+    // The same POST from a loopback origin goes through: the 403 was about the Origin.
+    const fine = await rawPost({ jsonrpc: '2.0', id: 'local', method: 'ping' }, {
+      origin: new URL(url).origin,
+      'mcp-session-id': transport.sessionId,
+      'mcp-protocol-version': transport.protocolVersion,
+    });
+    check(fine.status === 200, `the same ping from origin ${new URL(url).origin} got ${fine.status}: ${show(fine.body)}`);
+  });
+
+  await step('terminateSession sends DELETE; the old session id then gets 404', async () => {
+    const sessionId = transport.sessionId;
+    const protocolVersion = transport.protocolVersion;
+    const before = exchanges.length;
+    await transport.terminateSession();
+    const deletes = exchanges.slice(before).filter((x) => x.method === 'DELETE');
+    check(deletes.length === 1, `${deletes.length} DELETE requests, want 1: ${show(exchanges.slice(before).map(describe))}`);
+    check(deletes[0].requestHeaders['mcp-session-id'] === sessionId, `the DELETE carried session ${show(deletes[0].requestHeaders['mcp-session-id'])}`);
+    check(deletes[0].status >= 200 && deletes[0].status < 300, `DELETE answered ${describe(deletes[0])}`);
+    check(transport.sessionId === undefined, `transport.sessionId is still ${show(transport.sessionId)}`);
+    const reply = await rawPost({ jsonrpc: '2.0', id: 'after-delete', method: 'ping' },
+      { 'mcp-session-id': sessionId, 'mcp-protocol-version': protocolVersion });
+    check(reply.status === 404, `a POST with the ended session id got ${reply.status}, want 404; body ${show(reply.body)}`);
+    console.log(`# after DELETE: 404 ${show(reply.headers['content-type'] ?? null)} ${reply.body.trim()}`);
+    // The server ends the session's standalone GET stream too.
+    const get = exchanges.find((x) => x.method === 'GET' && x.status === 200);
+    if (get) {
+      for (let i = 0; i < 100 && !get.ended; ++i) await sleep(10);
+      check(get.ended, 'the standalone GET stream was still open 1 s after DELETE');
+    }
+  });
+
+  const errorsBeforeClose = protocolErrors.length;
+  await closeAndStop();
+  const dropped = dropClosingNoise(errorsBeforeClose);
+  if (dropped.length > 0) console.log(`# ignored ${dropped.length} SDK report(s) of its own streams being aborted by close(): ${show(dropped)}`);
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode: JSON replies
+
+async function runJson() {
+  const connected = await step('initialize', async () => {
+    await initialize();
+    const id = transport.sessionId;
+    check(typeof id === 'string' && id.length >= 22, `transport.sessionId is ${show(id)}, want a string of 22+ characters`);
+  });
+  if (!connected) return;
+
+  await step('tools/list', listTools);
+  await step('echo returns its text unchanged', echo);
+  await step('add returns structured content that matches its outputSchema', add);
+
+  await step('count returns its result (progress is not delivered in JSON mode)', async () => {
+    const seen = [];
+    const result = await client.callTool({ name: 'count', arguments: { steps: 3, interval_ms: 10 } }, undefined,
+      { onprogress: (p) => seen.push(p) });
+    check(!result.isError, `isError: ${show(result)}`);
+    check(textOf(result) === 'counted to 3', `text is ${show(textOf(result))}`);
+    const request = wire.findLast((w) => w.dir === 'out' && w.message.params?.name === 'count');
+    const post = exchangeFor((m) => m.id === request.message.id && m.params?.name === 'count');
+    check(post?.status === 200 && post.headers['content-type']?.startsWith('application/json'), `the count POST was answered ${describe(post)}`);
+    console.log(`# onprogress saw ${seen.length} report(s) in JSON mode`);
+  });
+
+  await step('requests were answered with JSON documents, notifications with 202', async () => {
+    repliesAre('application/json');
+  });
+
+  await step('terminateSession sends DELETE', async () => {
+    const before = exchanges.length;
+    await transport.terminateSession();
+    const deletes = exchanges.slice(before).filter((x) => x.method === 'DELETE');
+    check(deletes.length === 1 && deletes[0].status >= 200 && deletes[0].status < 300,
+      `DELETE exchanges: ${show(deletes.map(describe))}`);
+  });
+
+  const errorsBeforeClose = protocolErrors.length;
+  await closeAndStop();
+  const dropped = dropClosingNoise(errorsBeforeClose);
+  if (dropped.length > 0) console.log(`# ignored ${dropped.length} SDK report(s) of its own streams being aborted by close(): ${show(dropped)}`);
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode: stateless
+
+async function runStateless() {
+  const connected = await step('initialize without a session', async () => {
+    await initialize();
+    check(transport.sessionId === undefined, `transport.sessionId is ${show(transport.sessionId)}, want undefined`);
+    const withSession = exchanges.filter((x) => x.headers?.['mcp-session-id'] !== undefined);
+    check(withSession.length === 0, `responses carried Mcp-Session-Id: ${show(withSession.map((x) => `${x.method} ${x.headers['mcp-session-id']}`))}`);
+  });
+  if (!connected) return;
+
+  await step('tools/list', listTools);
+  await step('echo returns its text unchanged', echo);
+  await step('add returns structured content that matches its outputSchema', add);
+
+  await step('the standalone GET stream is refused with 405', async () => {
+    // After notifications/initialized the SDK tries GET; 405 tells it there is none.
+    for (let i = 0; i < 100 && !exchanges.some((x) => x.method === 'GET' && x.status !== undefined); ++i) await sleep(10);
+    const gets = exchanges.filter((x) => x.method === 'GET');
+    check(gets.length === 1, `${gets.length} GET requests: ${show(gets.map(describe))}`);
+    check(gets[0].status === 405, `GET answered ${describe(gets[0])}`);
+  });
+
+  await step('terminateSession is a no-op without a session; a raw DELETE is 405', async () => {
+    // The SDK sends DELETE only when it holds a session id; stateless, it holds none.
+    const before = exchanges.length;
+    await transport.terminateSession();
+    check(exchanges.length === before, `terminateSession made requests: ${show(exchanges.slice(before).map(describe))}`);
+    const response = await fetch(url, { method: 'DELETE' });
+    const body = await response.text();
+    check(response.status === 405, `DELETE got ${response.status}, want 405: ${show(body)}`);
+    const allow = response.headers.get('allow') ?? '';
+    check(/\bPOST\b/.test(allow) && !/\bDELETE\b/.test(allow), `Allow is ${show(allow)}, want POST without DELETE`);
+    // The client carries on: nothing depended on a session.
+    await echo();
+  });
+
+  const errorsBeforeClose = protocolErrors.length;
+  await closeAndStop();
+  const dropped = dropClosingNoise(errorsBeforeClose);
+  if (dropped.length > 0) console.log(`# ignored ${dropped.length} SDK report(s) of its own streams being aborted by close(): ${show(dropped)}`);
+}
+
+// ---------------------------------------------------------------------------------------
+
+try {
+  if (mode === 'sse') await runSse();
+  else if (mode === 'json') await runJson();
+  else await runStateless();
+} catch (error) {
+  notOk('run', error?.stack ?? String(error));
+}
+
+await step('no protocol errors', async () => {
+  check(protocolErrors.length === 0, `the SDK reported: ${show(protocolErrors)}`);
+});
+
+finish();

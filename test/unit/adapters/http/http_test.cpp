@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The Streamable HTTP transport end to end over loopback sockets: status codes, sessions,
+/// both answer modes, pipelining, limits and Host/Origin (RELIABILITY A1, A2, A4, A5, B1,
+/// B4, B5, B9, E8).
+#include <droid/adapters/primary/transport/http/http.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
+
+#include <doctest/doctest.h>
+
+#include <droid/application/server/server.hpp>
+
+#include "http_client.hpp"
+
+using droid::test::mcp_post;
+using droid::test::raw_connection;
+
+namespace {
+
+struct text_args {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(text_args, (), (text))
+
+const std::string initialize_body =
+    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+
+/// A listener on an ephemeral loopback port, run on a thread of its own.
+struct server_fixture {
+  droid::server srv{droid::server_info{.name = "http-test", .version = "1"}};
+  std::unique_ptr<droid::http::listener> listener;
+  std::thread runner;
+
+  explicit server_fixture(droid::http::options opts = {}) {
+    srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
+      co_await ctx.progress(1, 1, "echoing");
+      co_return droid::tool_result::text(a.text);
+    });
+    if (opts.threads == 0) opts.threads = 2;
+    listener = std::make_unique<droid::http::listener>(srv, opts);
+    runner = std::thread([this] { listener->run(); });
+  }
+  ~server_fixture() {
+    listener->stop();
+    runner.join();
+  }
+  [[nodiscard]] std::uint16_t port() const { return listener->port(); }
+
+  /// Initializes a session and returns its id.
+  std::string initialize(raw_connection& c) {
+    c.send(mcp_post(initialize_body));
+    auto r = c.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const std::string* sid = r->header("mcp-session-id");
+    REQUIRE(sid);
+    return *sid;
+  }
+};
+
+/// The JSON-RPC messages carried by an SSE body, parsed.
+std::vector<boost::json::value> sse_messages(const std::string& body) {
+  std::vector<boost::json::value> out;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    out.push_back(boost::json::parse(body.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  return out;
+}
+
+std::string call_body(int id, const std::string& text) {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+         R"(,"method":"tools/call","params":{"name":"echo","arguments":{"text":")" + text +
+         R"("},"_meta":{"progressToken":1}}})";
+}
+
+}  // namespace
+
+TEST_SUITE("adapters/http") {
+  TEST_CASE("initialize assigns a session and a request is answered as an event stream") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    CHECK(sid.size() >= 22);
+    c.send(mcp_post(call_body(1, "hi"), "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(*r->header("content-type") == "text/event-stream");
+    const auto messages = sse_messages(r->body);
+    REQUIRE(messages.size() == 2);
+    CHECK(messages[0].at("method") == "notifications/progress");  // before the response
+    CHECK(messages[1].at("id") == 1);
+    CHECK(messages[1].at("result").at("content").at(0).at("text") == "hi");
+  }
+
+  TEST_CASE("JSON mode answers one document, without the progress") {
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    c.send(mcp_post(call_body(2, "x"), "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(*r->header("content-type") == "application/json");
+    CHECK(boost::json::parse(r->body).at("result").at("content").at(0).at("text") == "x");
+  }
+
+  TEST_CASE("notifications and responses get 202 with no body") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    c.send(mcp_post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 202);
+    CHECK(r->body.empty());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":77,"result":{}})", "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 202);
+  }
+
+  TEST_CASE("a request without a session is 400, an unknown or deleted session 404") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(call_body(1, "a")));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK(boost::json::parse(r->body).at("error").at("code") == -32600);
+    c.send(mcp_post(call_body(1, "a"), "Mcp-Session-Id: nope\r\n"));
+    CHECK(c.read_response()->status == 404);
+
+    const std::string sid = f.initialize(c);
+    CHECK(f.listener->sessions() == 1);
+    c.send("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: " + sid + "\r\n\r\n");
+    CHECK(c.read_response()->status == 200);
+    CHECK(f.listener->sessions() == 0);
+    c.send(mcp_post(call_body(1, "a"), "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 404);
+  }
+
+  TEST_CASE("malformed JSON is a 400 carrying -32700, and the connection stays usable") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0",)"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK(boost::json::parse(r->body).at("error").at("code") == -32700);
+    (void)f.initialize(c);
+  }
+
+  TEST_CASE("an unsupported MCP-Protocol-Version is 400") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    c.send(mcp_post(call_body(1, "a"), "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 1999-01-01\r\n"));
+    CHECK(c.read_response()->status == 400);
+    c.send(mcp_post(call_body(2, "a"), "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
+    CHECK(c.read_response()->status == 200);
+  }
+
+  TEST_CASE("wrong methods get 405 with Allow, wrong paths 404 (B4)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    for (const char* method : {"PUT", "PATCH", "OPTIONS"}) {
+      c.send(std::string(method) + " /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 405);
+      CHECK(*r->header("allow") == "GET, POST, DELETE");
+    }
+    c.send("GET /other HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    CHECK(c.read_response()->status == 404);
+  }
+
+  TEST_CASE("non-JSON content types are 415 and run nothing (A4)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"}) {
+      const std::string body = initialize_body;
+      c.send(std::string("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: ") + type +
+             "\r\nAccept: application/json, text/event-stream\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + body);
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 415);
+    }
+    CHECK(f.listener->sessions() == 0);
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: APPLICATION/JSON; charset=utf-8\r\n"
+           "Accept: application/json, text/event-stream\r\nContent-Length: " +
+           std::to_string(initialize_body.size()) + "\r\n\r\n" + initialize_body);
+    CHECK(c.read_response()->status == 200);
+  }
+
+  TEST_CASE("an Accept without event streams is 406 in stream mode") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
+           "Content-Length: " + std::to_string(initialize_body.size()) + "\r\n\r\n" + initialize_body);
+    CHECK(c.read_response()->status == 406);
+  }
+
+  TEST_CASE("foreign Host or Origin values are 403 with a JSON-RPC body and run nothing (A1, A2)") {
+    server_fixture f;
+    for (const char* header : {"Host: evil.com\r\n", "Host: localhost.evil.com\r\n", "Host: 127.1\r\n",
+                               "Host: localhost\r\nOrigin: http://evil.com\r\n",
+                               "Host: localhost\r\nOrigin: null\r\n",
+                               "Host: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.com\r\n"}) {
+      CAPTURE(header);
+      raw_connection c(f.port());
+      c.send(std::string("POST /mcp HTTP/1.1\r\n") + header +
+             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " +
+             std::to_string(initialize_body.size()) + "\r\n\r\n" + initialize_body);
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 403);
+      CHECK(boost::json::parse(r->body).at("id").is_null());
+    }
+    CHECK(f.listener->sessions() == 0);
+    raw_connection ok(f.port());
+    std::string request = mcp_post(initialize_body, "Origin: http://localhost:5173\r\n");
+    request.replace(request.find("Host: 127.0.0.1"), 15, "Host: [::1]:9");
+    ok.send(request);
+    auto r = ok.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+
+  TEST_CASE("the default bind is loopback (A5)") {
+    droid::http::options o;
+    CHECK(o.host == "127.0.0.1");
+  }
+
+  TEST_CASE("100 pipelined requests are answered in order (B5)") {
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    std::string batch;
+    for (int i = 1; i <= 100; ++i) batch += mcp_post(call_body(i, std::to_string(i)), "Mcp-Session-Id: " + sid + "\r\n");
+    c.send(batch);
+    for (int i = 1; i <= 100; ++i) {
+      auto r = c.read_response();
+      REQUIRE(r);
+      REQUIRE(boost::json::parse(r->body).at("id") == i);
+    }
+  }
+
+  TEST_CASE("a request pipelined after Connection: close never runs (B5)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(initialize_body, "Connection: close\r\n") + mcp_post(initialize_body));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK_FALSE(c.read_response());
+    CHECK(f.listener->sessions() == 1);
+  }
+
+  TEST_CASE("an oversized Content-Length is refused with 413 before the body is sent (B1)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Accept: application/json, text/event-stream\r\nContent-Length: 4194305\r\n\r\n");
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 413);
+    CHECK(c.closed_by_peer());
+  }
+
+  TEST_CASE("Expect: 100-continue gets 100 before the body; an unknown expectation 417 (B4)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: " +
+           std::to_string(initialize_body.size()) + "\r\n\r\n");
+    CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 100 Continue", 0) == 0);
+    c.send(initialize_body);
+    CHECK(c.read_response()->status == 200);
+    raw_connection d(f.port());
+    d.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\n");
+    CHECK(d.read_response()->status == 417);
+  }
+
+  TEST_CASE("an idle keep-alive connection is closed after the idle timeout (B9)") {
+    droid::http::options o;
+    o.idle_timeout = std::chrono::milliseconds(300);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    (void)f.initialize(c);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(c.closed_by_peer());
+    const auto waited = std::chrono::steady_clock::now() - start;
+    CHECK(waited > std::chrono::milliseconds(200));
+    CHECK(waited < std::chrono::milliseconds(2000));
+  }
+
+  TEST_CASE("the standalone GET stream carries list_changed; a second GET is 409") {
+    droid::http::options o;
+    o.keep_alive_interval = std::chrono::milliseconds(200);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    raw_connection get(f.port());
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid + "\r\n\r\n");
+    CHECK(get.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(get.read_until(": keep-alive").find(": keep-alive") != std::string::npos);
+    raw_connection second(f.port());
+    second.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+                "\r\n\r\n");
+    CHECK(second.read_response()->status == 409);
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    CHECK(get.read_until("list_changed").find("notifications/tools/list_changed") != std::string::npos);
+  }
+
+  TEST_CASE("idle sessions are reaped; a session with an open stream is not (E8)") {
+    droid::http::options o;
+    o.session_idle_timeout = std::chrono::milliseconds(300);
+    o.keep_alive_interval = std::chrono::milliseconds(100);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string idle = f.initialize(c);
+    const std::string streaming = f.initialize(c);
+    raw_connection get(f.port());
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + streaming +
+             "\r\n\r\n");
+    (void)get.read_until("\r\n\r\n");
+    for (int i = 0; i < 100 && f.listener->sessions() > 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(f.listener->sessions() == 1);
+    c.send(mcp_post(call_body(1, "a"), "Mcp-Session-Id: " + idle + "\r\n"));
+    CHECK(c.read_response()->status == 404);
+    c.send(mcp_post(call_body(2, "a"), "Mcp-Session-Id: " + streaming + "\r\n"));
+    CHECK(c.read_response()->status == 200);
+  }
+
+  TEST_CASE("stateless mode serves requests with no session and refuses GET and DELETE") {
+    droid::http::options o;
+    o.stateless = true;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    c.send(mcp_post(initialize_body));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK_FALSE(r->header("mcp-session-id"));
+    c.send(mcp_post(call_body(5, "s"), "MCP-Protocol-Version: 2025-11-25\r\n"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(sse_messages(r->body).back().at("result").at("content").at(0).at("text") == "s");
+    c.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
+    CHECK(c.read_response()->status == 405);
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a framing error is answered and the connection closed (B3)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "0\r\n\r\n" + mcp_post(initialize_body));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK(c.closed_by_peer());
+    CHECK(f.listener->sessions() == 0);
+  }
+}
