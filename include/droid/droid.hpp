@@ -5,6 +5,7 @@
 
 #include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
+#include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/server/tool_context.hpp>

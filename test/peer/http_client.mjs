@@ -348,6 +348,15 @@ function repliesAre(contentType) {
 }
 
 async function closeAndStop() {
+  await step('every event stream the server opened for a POST has ended', async () => {
+    // A POST's stream ends after its response (or after the request was cancelled); one
+    // left open would tie up a connection. The final chunk may trail the response a little.
+    const streams = () => exchanges.filter((x) => x.method === 'POST' && x.headers?.['content-type']?.startsWith('text/event-stream'));
+    for (let i = 0; i < 100 && streams().some((x) => !x.ended); ++i) await sleep(10);
+    const open = streams().filter((x) => !x.ended);
+    check(open.length === 0, `still open 1 s later: ${show(open.map((x) => `${x.requestBody} -> ${show(x.body)}`))}`);
+  });
+
   await step('close the client', async () => {
     await client.close();
   });

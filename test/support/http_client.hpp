@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -113,12 +114,12 @@ class raw_connection {
     return out;
   }
 
-  /// True when the server closed the connection (reads EOF within the timeout).
+  /// True when the server closed the connection (EOF or reset within the timeout).
   bool closed_by_peer() {
     char c;
     const ssize_t n = ::recv(fd_, &c, 1, 0);
     if (n > 0) buffer_ += c;
-    return n == 0;
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
 
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }

@@ -28,6 +28,11 @@ struct text_args {
 };
 BOOST_DESCRIBE_STRUCT(text_args, (), (text))
 
+struct wait_args {
+  int ms = 0;
+};
+BOOST_DESCRIBE_STRUCT(wait_args, (), (ms))
+
 const std::string initialize_body =
     R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
 
@@ -41,6 +46,11 @@ struct server_fixture {
     srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
       co_await ctx.progress(1, 1, "echoing");
       co_return droid::tool_result::text(a.text);
+    });
+    srv.tool("wait", "Waits, then answers", [](droid::tool_context& ctx, wait_args a) -> droid::task<std::string> {
+      co_await ctx.progress(0, 1, "started");
+      co_await ctx.sleep(std::chrono::milliseconds(a.ms));
+      co_return "waited";
     });
     if (opts.threads == 0) opts.threads = 2;
     listener = std::make_unique<droid::http::listener>(srv, opts);
@@ -375,5 +385,80 @@ TEST_SUITE("adapters/http") {
     CHECK(r->status == 400);
     CHECK(c.closed_by_peer());
     CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a broken event stream is resumed with Last-Event-ID and delivers the response") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    const std::string headers = "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
+    std::string id;
+    {
+      raw_connection post(f.port());
+      post.send(mcp_post(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{"ms":300},"_meta":{"progressToken":1}}})",
+                         headers));
+      // The priming event (an id, empty data, a retry hint), then the progress.
+      const std::string head = post.read_until("started");
+      CHECK(head.find("retry: ") != std::string::npos);
+      const auto at = head.rfind("id: ");
+      REQUIRE(at != std::string::npos);
+      id = head.substr(at + 4, head.find('\n', at) - at - 4);
+      CHECK(id.find('-') != std::string::npos);
+    }  // the connection drops while the tool runs
+    raw_connection get(f.port());
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + headers +
+             "Last-Event-ID: " + id + "\r\n\r\n");
+    auto r = get.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    const auto messages = sse_messages(r->body);
+    REQUIRE(messages.size() == 1);  // only what came after the progress the client saw
+    CHECK(messages[0].at("id") == 3);
+    CHECK(messages[0].at("result").at("content").at(0).at("text") == "waited");
+  }
+
+  TEST_CASE("Last-Event-ID of another session or an unknown stream is refused, never replayed (A11)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string a = f.initialize(c);
+    const std::string b = f.initialize(c);
+    c.send(mcp_post(call_body(1, "secret"), "Mcp-Session-Id: " + a + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    const auto at = r->body.find("id: ");
+    REQUIRE(at != std::string::npos);
+    const std::string id = r->body.substr(at + 4, r->body.find('\n', at) - at - 4);
+    for (const std::string& attempt : {"Mcp-Session-Id: " + b + "\r\nLast-Event-ID: " + id + "\r\n",
+                                       "Mcp-Session-Id: " + a + "\r\nLast-Event-ID: 999-0\r\n",
+                                       "Mcp-Session-Id: " + a + "\r\nLast-Event-ID: garbage\r\n"}) {
+      raw_connection get(f.port());
+      get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + attempt + "\r\n");
+      auto g = get.read_response();
+      REQUIRE(g);
+      CHECK(g->status == 400);
+      CHECK(g->body.find("secret") == std::string::npos);
+    }
+    // The owner can replay a finished stream while its events are kept.
+    raw_connection get(f.port());
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + a +
+             "\r\nLast-Event-ID: " + id + "\r\n\r\n");
+    auto g = get.read_response();
+    REQUIRE(g);
+    CHECK(g->status == 200);
+  }
+
+  TEST_CASE("stop ends streams and sessions and lets run() return (B12)") {
+    auto f = std::make_unique<server_fixture>();
+    raw_connection c(f->port());
+    const std::string sid = f->initialize(c);
+    raw_connection get(f->port());
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+             "\r\n\r\n");
+    (void)get.read_until("\r\n\r\n");
+    raw_connection idle(f->port());
+    const auto start = std::chrono::steady_clock::now();
+    f.reset();  // stop() and join
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+    CHECK(idle.closed_by_peer());
   }
 }

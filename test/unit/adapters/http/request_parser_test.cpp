@@ -294,7 +294,8 @@ TEST_SUITE("adapters/http/request_parser") {
     const run_result expected = whole(raw);
     REQUIRE_FALSE(expected.failed);
     REQUIRE(expected.requests.size() == 3);
-    CHECK(expected.requests[0] == "POST /mcp HTTP/1.1 keep-alive\nhost: a\ncontent-length: 11\nx-a: spaced\nbody[11]: hello world");
+    CHECK(expected.requests[0] ==
+          "POST /mcp HTTP/1.1 keep-alive\nhost: a\ncontent-length: 11\nx-a: spaced\nbody[11]: hello world");
     CHECK(expected.requests[1] ==
           "POST /mcp?x=1 HTTP/1.1 keep-alive\nhost: a\ntransfer-encoding: chunked\nbody[19]: abc0123456789abcdef");
     CHECK(expected.requests[2] == "DELETE /mcp HTTP/1.1 close\nhost: a\nconnection: close\nbody[0]: ");
@@ -427,6 +428,24 @@ TEST_SUITE("adapters/http/request_parser") {
     CHECK(one_chunk.consumed <= head.size() + 8);
   }
 
+  TEST_CASE("chunk extensions and trailers are bounded too") {
+    // 2.9.4 skips extensions without any bound; trailers use the header limits.
+    const std::string head = "POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const run_result extension = whole(head + "1;" + std::string(16 * 1024, 'e') + "\r\nx\r\n0\r\n\r\n");
+    CHECK(extension.status == 413);
+    CHECK(extension.consumed <= head.size() + 16 * 1024 + 2);
+    const run_result within = whole(head + "1;" + std::string(16 * 1024 - 2, 'e') + "\r\nx\r\n0\r\n\r\n");
+    CHECK_FALSE(within.failed);
+    CHECK(within.requests.size() == 1);
+
+    const parser_limits limits;
+    const run_result big = whole(head + "0\r\nT: " + std::string(limits.max_header_bytes, 't') + "\r\n\r\n");
+    CHECK(big.status == 431);
+    std::string many = head + "0\r\n";
+    for (std::size_t i = 0; i <= limits.max_header_count; ++i) many += "T: v\r\n";
+    CHECK(whole(many + "\r\n").status == 431);
+  }
+
   TEST_CASE("smaller configured limits are the ones applied") {
     const parser_limits limits{64, 64, 3, 4};
     CHECK(whole("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nabcd", limits).requests.size() == 1);
@@ -481,7 +500,7 @@ TEST_SUITE("adapters/http/request_parser") {
     const std::string raw = "GET /mcp HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\n";
     p.feed(raw.data(), raw.size());
     REQUIRE(p.failed());
-    CHECK(p.error_reason() == "whitespace between a field name and its colon");
+    CHECK(p.error_reason() == "whitespace in a field name or before its colon");
     CHECK_FALSE(p.headers_complete());
     CHECK_FALSE(p.idle());
   }
@@ -511,7 +530,8 @@ TEST_SUITE("adapters/http/request_parser") {
   }
 
   TEST_CASE("an absolute-form target is accepted and kept as sent (B4)") {
-    const run_result r = whole("POST http://localhost:3000/mcp?x=1 HTTP/1.1\r\nHost: localhost:3000\r\nContent-Length: 0\r\n\r\n");
+    const run_result r =
+        whole("POST http://localhost:3000/mcp?x=1 HTTP/1.1\r\nHost: localhost:3000\r\nContent-Length: 0\r\n\r\n");
     REQUIRE(r.requests.size() == 1);
     CHECK(r.requests[0].find("POST http://localhost:3000/mcp?x=1 HTTP/1.1") == 0);
   }

@@ -7,7 +7,9 @@
 ///                                        |  request_parser: one request at a time
 ///                                        |  checks: Host/Origin, media types, session id
 ///                                        v
-///     session_table (mutex) --entry--> session (its own shard) --> event_stream --> socket
+///     session_table (mutex) --entry--> session (its own shard) --> logical_stream --> response_sink --> socket
+///                                                                         |
+///                                                                   event_store (resumption)
 ///
 /// ## Why one request at a time per connection
 /// HTTP/1.1 pipelining requires responses in request order. Serving the next request
@@ -72,10 +74,18 @@ struct session_entry {
   /// Open POST streams and the GET stream: a session with any is busy, never reaped.
   std::atomic<int> active{0};
   std::atomic<std::int64_t> last_used{0};
+  /// The last stream number handed out (0 is the standalone stream).
   std::atomic<std::uint64_t> next_stream{0};
-  /// The standalone GET stream, if open (set and cleared on the session's shard).
-  std::shared_ptr<detail::event_stream> standalone;
+  /// A GET is attached to the standalone stream.
   std::atomic<bool> has_standalone{false};
+
+  // ---- the session's shard only -------------------------------------------------------
+  /// Every event of the session, for resumption (null in JSON mode: nothing to resume).
+  std::unique_ptr<event_store> store;
+  /// Streams still being written (requests not yet answered), by number.
+  std::unordered_map<std::uint64_t, std::shared_ptr<detail::logical_stream>> streams;
+  /// Stream 0: notifications that belong to no request.
+  std::shared_ptr<detail::logical_stream> standalone;
 };
 
 /// The live sessions, by id.
@@ -141,14 +151,12 @@ class session_table {
   std::unordered_map<std::string, std::shared_ptr<session_entry>> map_;
 };
 
-/// Ends a session on its own shard: cancels its calls and ends its GET stream.
+/// Ends a session on its own shard: cancels its calls and ends its GET stream. The
+/// calls' own streams end as their tasks unwind.
 void end_session(const std::shared_ptr<session_entry>& e) {
   asio::post(e->executor, [e] {
     e->s->close();
-    if (e->standalone) {
-      e->standalone->finish();
-      e->standalone.reset();
-    }
+    if (e->standalone) e->standalone->finish();
     e->s->set_outbound(nullptr);
   });
 }
@@ -304,8 +312,21 @@ class connection : public std::enable_shared_from_this<connection> {
   task<bool> handle_post(detail::request& req);
   task<bool> handle_get(detail::request& req);
   task<bool> handle_delete(detail::request& req);
-  task<bool> serve_stream(const std::shared_ptr<detail::event_stream>& stream, const std::string& session_id,
-                          std::uint64_t stream_no, bool json, bool standalone);
+  task<bool> serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers);
+  task<bool> serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers,
+                          std::string_view priming_id, bool standalone);
+  std::shared_ptr<detail::response_sink> make_sink() {
+    auto sink = std::make_shared<detail::response_sink>(socket_.get_executor(), l_.opts.max_queued_bytes);
+    // A client that stops reading: close its connection rather than queue without
+    // bound; it can resume from the store.
+    sink->on_abort = [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        std::error_code ignored;
+        self->socket_.close(ignored);
+      }
+    };
+    return sink;
+  }
 
   task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
                    std::string_view extra = {}) {
@@ -451,6 +472,7 @@ task<bool> connection::handle_post(detail::request& req) {
     entry = std::make_shared<session_entry>();
     entry->executor = socket_.get_executor();
     entry->s = session::create(l_.srv, entry->executor, nullptr);
+    entry->standalone = std::make_shared<detail::logical_stream>(0, nullptr, nullptr);
     if (!is_initialize) {
       peer_info peer;
       peer.protocol_version = version ? *version : "2025-03-26";
@@ -463,6 +485,12 @@ task<bool> connection::handle_post(detail::request& req) {
       entry->id = detail::new_session_id();
       entry->executor = socket_.get_executor();
       entry->s = session::create(l_.srv, entry->executor, nullptr);
+      if (!json_mode) {
+        entry->store = o.event_store ? o.event_store()
+                                     : std::make_unique<memory_event_store>(o.event_ring_capacity);
+      }
+      entry->standalone = std::make_shared<detail::logical_stream>(0, entry->store.get(), nullptr);
+      entry->s->set_outbound(entry->standalone);
       entry->last_used = now_ns();
       if (!l_.sessions.insert(entry, o.max_sessions))
         co_return co_await reply_rpc_error(503, ir::errc::internal_error,
@@ -486,13 +514,34 @@ task<bool> connection::handle_post(detail::request& req) {
     co_return co_await reply(202, {}, {});
   }
 
-  auto stream = std::make_shared<detail::event_stream>(socket_.get_executor());
+  const std::uint64_t number = ++entry->next_stream;
+  auto sink = make_sink();
   ++entry->active;
-  asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), stream]() mutable {
-    s->receive(std::move(m), stream);
+  asio::dispatch(entry->executor, [entry, number, sink, json_mode, m = std::move(msg)]() mutable {
+    auto stream = std::make_shared<detail::logical_stream>(
+        number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); });
+    entry->streams.emplace(number, stream);
+    stream->attach(sink);
+    entry->s->receive(std::move(m), stream);
   });
-  const std::uint64_t stream_no = ++entry->next_stream;
-  const bool keep = co_await serve_stream(stream, new_session_header, stream_no, json_mode, false);
+  bool keep;
+  if (json_mode) {
+    keep = co_await serve_json(sink, new_session_header);
+  } else {
+    // 2025-11-25 clients get a priming event: an id to resume from before any data.
+    // A named local, not a conditional temporary: g++ 12 destroys the temporaries of a
+    // `?:` inside a co_await expression twice.
+    std::string priming;
+    if (!o.stateless && version && *version >= std::string_view("2025-11-25")) priming = detail::event_id(number, 0);
+    keep = co_await serve_events(sink, new_session_header, priming, false);
+  }
+  if (sink->dead()) {
+    // The client went away mid-stream: the request goes on and its events are recorded,
+    // so a GET with Last-Event-ID can pick them up.
+    asio::dispatch(entry->executor, [entry, number, sink] {
+      if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+    });
+  }
   --entry->active;
   entry->last_used = now_ns();
   if (o.stateless) {
@@ -501,56 +550,55 @@ task<bool> connection::handle_post(detail::request& req) {
   co_return keep;
 }
 
-task<bool> connection::serve_stream(const std::shared_ptr<detail::event_stream>& stream,
-                                    const std::string& session_header, std::uint64_t stream_no, bool json,
-                                    bool standalone) {
-  const auto keep_alive = l_.opts.keep_alive_interval;
-  if (json) {
-    // One document: everything but the last message (the response) has nowhere to go.
-    std::string last;
-    for (;;) {
-      for (std::string& m : stream->drain()) last = std::move(m);
-      if (stream->finished()) break;
-      co_await stream->wait(std::chrono::hours(24));
-    }
-    if (last.empty()) co_return co_await reply(202, {}, {}, false, session_header);
-    co_return co_await reply(200, "application/json", last, false, session_header);
+task<bool> connection::serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra) {
+  // One document: everything but the last message (the response) has nowhere to go.
+  std::string last;
+  for (;;) {
+    for (detail::sse_event& e : sink->drain()) last = std::move(e.data);
+    if (sink->finished() || sink->dead()) break;
+    co_await sink->wait(std::chrono::hours(24));
   }
+  if (sink->dead()) co_return false;
+  if (last.empty()) co_return co_await reply(202, {}, {}, false, extra);
+  co_return co_await reply(200, "application/json", last, false, extra);
+}
 
+task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra,
+                                    std::string_view priming_id, bool standalone) {
   std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      "Transfer-Encoding: chunked\r\n";
-  head += session_header;
+  head += extra;
   head += "\r\n";
-  if (!co_await write(std::move(head))) {
-    stream->kill();
-    co_return false;
+  std::string events;
+  if (!priming_id.empty()) {
+    events += "id: ";
+    events += priming_id;
+    events += "\nretry: ";
+    events += std::to_string(l_.opts.retry_interval.count());
+    events += "\ndata: \n\n";
   }
-  std::uint64_t seq = 0;
-  std::string out;
+  std::string out = std::move(head);
   for (;;) {
-    co_await stream->wait(standalone ? keep_alive : std::chrono::hours(24));
-    out.clear();
-    std::string events;
-    for (std::string& m : stream->drain())
-      detail::append_sse_event(events, std::to_string(stream_no) + "." + std::to_string(++seq), m);
-    if (events.empty() && standalone && !stream->finished()) events = ": keep-alive\n\n";
+    for (detail::sse_event& e : sink->drain()) detail::append_sse_event(events, e.id, e.data);
+    // An idle standalone stream carries a comment now and then, so proxies and the
+    // client's own timers see it alive (and a vanished client is noticed on write).
+    if (events.empty() && standalone && !sink->finished() && out.empty()) events = ": keep-alive\n\n";
     if (!events.empty()) {
       char size[20];
       const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
       out.append(size, static_cast<std::size_t>(len));
       out += events;
       out += "\r\n";
+      events.clear();
     }
-    if (stream->finished()) out += "0\r\n\r\n";
-    if (!out.empty() && !co_await write(out)) {
-      stream->kill();
+    const bool ending = sink->finished() || (closing_ && standalone);
+    if (ending) out += "0\r\n\r\n";
+    if (sink->dead() || (!out.empty() && !co_await write(std::exchange(out, {})))) {
+      sink->kill();
       co_return false;
     }
-    if (stream->finished()) co_return true;
-    if (closing_ && standalone) {
-      (void)co_await write("0\r\n\r\n");
-      co_return false;
-    }
+    if (ending) co_return !closing_;
+    co_await sink->wait(standalone ? l_.opts.keep_alive_interval : std::chrono::hours(24));
   }
 }
 
@@ -569,24 +617,64 @@ task<bool> connection::handle_get(detail::request& req) {
   auto entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
   if (!entry)
     co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
-  if (entry->has_standalone.exchange(true))
+
+  // Which stream, and from where: no Last-Event-ID opens the standalone stream afresh;
+  // one names a stream of this session and the last event the client saw on it.
+  std::uint64_t number = 0, after = 0;
+  const std::string* last = req.find("last-event-id");
+  if (last && !detail::parse_event_id(*last, number, after))
+    co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
+                                       "Bad Request: Last-Event-ID was not issued by this server");
+  const bool standalone = number == 0;
+  if (standalone && entry->has_standalone.exchange(true))
     co_return co_await reply_rpc_error(409, ir::errc::invalid_request,
                                        "Conflict: this session already has a standalone stream open");
 
-  auto stream = std::make_shared<detail::event_stream>(socket_.get_executor());
+  auto sink = make_sink();
   ++entry->active;
-  asio::dispatch(entry->executor, [entry, stream] {
-    entry->standalone = stream;
-    entry->s->set_outbound(stream);
-  });
-  const bool keep = co_await serve_stream(stream, {}, 0, false, true);
-  asio::dispatch(entry->executor, [entry, stream] {
-    if (entry->standalone == stream) {
-      entry->standalone.reset();
-      entry->s->set_outbound(nullptr);
+  asio::dispatch(entry->executor, [entry, sink, number, after, resume = last != nullptr] {
+    const auto refuse = [&] {
+      sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
+    };
+    if (number == 0) {
+      if (resume && !entry->standalone->replay(after, *sink)) return refuse();
+      entry->standalone->attach(sink);
+      sink->accept();
+      return;
     }
-    entry->has_standalone = false;
+    if (number > entry->next_stream.load()) return refuse();
+    if (auto it = entry->streams.find(number); it != entry->streams.end()) {
+      if (!it->second->replay(after, *sink)) return refuse();
+      it->second->attach(sink);
+      sink->accept();
+      return;
+    }
+    // The request is over; its events may still be in the store.
+    bool ok = entry->store != nullptr;
+    if (ok) {
+      ok = entry->store->replay(number, after, [&](std::uint64_t seq, std::string_view data) {
+        sink->push(detail::sse_event{detail::event_id(number, seq), std::string(data)});
+      });
+    }
+    if (!ok) return refuse();
+    sink->accept();
+    sink->finish();
   });
+  co_await sink->wait_settled();
+  bool keep = false;
+  if (sink->rejected_status() != 0) {
+    keep = co_await reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (!sink->dead()) {
+    keep = co_await serve_events(sink, {}, {}, standalone);
+  }
+  asio::dispatch(entry->executor, [entry, sink, number] {
+    if (number == 0) {
+      entry->standalone->detach(sink);
+    } else if (auto it = entry->streams.find(number); it != entry->streams.end()) {
+      it->second->detach(sink);
+    }
+  });
+  if (standalone) entry->has_standalone = false;
   --entry->active;
   entry->last_used = now_ns();
   co_return keep;

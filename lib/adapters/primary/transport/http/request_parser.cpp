@@ -7,9 +7,9 @@
 /// keep-alive rules; this file decides what is allowed in, and when to stop.
 ///
 /// ## Why a strict byte scan runs ahead of the C parser
-/// Debian builds the shared libhttp_parser with `HTTP_PARSER_STRICT=0` (upstream's
-/// Makefile default for the library), which turns every `STRICT_CHECK` off. Measured on
-/// this machine, it then accepts: a header section ended by `\r\n\r` plus any byte; chunk
+/// Debian's libhttp_parser is built the way upstream's Makefile builds the library, with
+/// `HTTP_PARSER_STRICT=0`, which turns every `STRICT_CHECK` off. Measured on this
+/// machine, it accepts: a header section ended by `\r\n\r` plus any byte; chunk
 /// data followed by any two bytes instead of CRLF; a bare LF inside a chunk extension;
 /// `5 garbage` as a chunk-size line; obs-fold continuation lines; whitespace between a
 /// field name and its colon (as part of the *name*, so `Content-Length : 5` is an
@@ -175,7 +175,7 @@ std::size_t request::count(std::string_view lower_name) const noexcept {
 ///
 /// Invariants: the C parser has only seen bytes the scan accepted; once `failed_`, no
 /// byte is executed again; `complete_` means the C parser is paused right after the
-/// message. Affinity: one connection's strand. Lifetime: owned by `request_parser`
+/// message. Affinity: the connection that owns it. Lifetime: owned by `request_parser`
 /// through a `unique_ptr`, so `parser_.data` (this) stays valid.
 struct request_parser::impl {
   /// Where the message is, as far as `feed()` is concerned.
@@ -341,12 +341,14 @@ struct request_parser::impl {
   // ---- the strict scan ---------------------------------------------------------------
 
   [[nodiscard]] bool in_request_line() const noexcept {
-    return scan_ == scan_state::line_start || scan_ == scan_state::leading_lf || scan_ == scan_state::method || scan_ == scan_state::target_start ||
-           scan_ == scan_state::target || scan_ == scan_state::version;
+    using enum scan_state;
+    return scan_ == line_start || scan_ == leading_lf || scan_ == method || scan_ == target_start ||
+           scan_ == target || scan_ == version;
   }
   [[nodiscard]] bool in_field_section() const noexcept {
-    return scan_ == scan_state::field_start || scan_ == scan_state::field_name || scan_ == scan_state::field_value || scan_ == scan_state::field_lf ||
-           scan_ == scan_state::section_lf;
+    using enum scan_state;
+    return scan_ == field_start || scan_ == field_name || scan_ == field_value || scan_ == field_lf ||
+           scan_ == section_lf;
   }
 
   static scan_result refused(std::size_t offset, int status, std::string_view reason) {
@@ -379,8 +381,10 @@ struct request_parser::impl {
       if (in_request_line() && !(scan_ == scan_state::version && c == '\r') && ++line_bytes_ > limits_.max_request_line)
         return refused(i, 414, "request line longer than the limit");
       if (in_field_section() && ++section_bytes_ > limits_.max_header_bytes)
-        return refused(i, 431, trailers_ ? "trailer section larger than the limit" : "header section larger than the limit");
-      if ((scan_ == scan_state::chunk_ws || scan_ == scan_state::chunk_ext) && ++chunk_extension_bytes_ > max_chunk_extension_bytes)
+        return refused(i, 431,
+                       trailers_ ? "trailer section larger than the limit" : "header section larger than the limit");
+      if ((scan_ == scan_state::chunk_ws || scan_ == scan_state::chunk_ext) &&
+          ++chunk_extension_bytes_ > max_chunk_extension_bytes)
         return refused(i, 413, "chunk extensions larger than the limit");
 
       switch (scan_) {
@@ -444,7 +448,8 @@ struct request_parser::impl {
           } else if (!is_tchar(c)) {
             return refused(i, 400, "invalid character in a field name");
           } else if (++field_count_ > limits_.max_header_count) {
-            return refused(i, 431, trailers_ ? "more trailer fields than the limit" : "more header fields than the limit");
+            return refused(i, 431,
+                           trailers_ ? "more trailer fields than the limit" : "more header fields than the limit");
           } else {
             scan_ = scan_state::field_name;
           }
@@ -453,9 +458,11 @@ struct request_parser::impl {
           if (c == ':') {
             scan_ = scan_state::field_value;
           } else if (c == ' ' || c == '\t') {
-            return refused(i, 400, "whitespace between a field name and its colon");
+            // `Content-Length : 5` is an unknown field named "content-length " to 2.9.4.
+            return refused(i, 400, "whitespace in a field name or before its colon");
           } else if (!is_tchar(c)) {
-            return refused(i, 400, c == '\r' || c == '\n' ? "field line without a colon" : "invalid character in a field name");
+            return refused(i, 400,
+                           c == '\r' || c == '\n' ? "field line without a colon" : "invalid character in a field name");
           }
           break;
         case scan_state::field_value:
@@ -488,7 +495,8 @@ struct request_parser::impl {
             return refused(i, 400, c == '\n' ? "bare LF after a chunk size" : "invalid character after a chunk size");
           // The size is known here, before any of its data: refuse the whole chunk rather
           // than read up to the limit first. body_declared_ <= max_body always holds.
-          if (chunk_size_ > limits_.max_body - body_declared_) return refused(i, 413, "chunked body larger than the limit");
+          if (chunk_size_ > limits_.max_body - body_declared_)
+            return refused(i, 413, "chunked body larger than the limit");
           body_declared_ += chunk_size_;
           scan_ = c == '\r' ? scan_state::chunk_size_lf : c == ';' ? scan_state::chunk_ext : scan_state::chunk_ws;
           if (scan_ != scan_state::chunk_size_lf && ++chunk_extension_bytes_ > max_chunk_extension_bytes)
@@ -665,7 +673,8 @@ struct request_parser::impl {
         return refuse(v.status, v.reason);
       // 2.9.4 tolerates SP after `chunked` but not HTAB: it then frames the body as
       // unknown, and we cannot de-chunk what it does not. Refused rather than guessed.
-      if ((parser_.flags & F_CHUNKED) == 0) return refuse(400, "Transfer-Encoding the C parser does not read as chunked");
+      if ((parser_.flags & F_CHUNKED) == 0)
+        return refuse(400, "Transfer-Encoding the C parser does not read as chunked");
       chunked_ = true;
     } else if (lengths == 1) {
       const std::string& text = *r.find("content-length");

@@ -1,64 +1,135 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// `http::detail::event_stream`: the outbound side of one HTTP response that carries
-/// JSON-RPC messages (a POST's answer, or the standalone GET stream).
+/// The two halves of a server-sent event stream: `response_sink`, the queue of one HTTP
+/// response on its connection's shard, and `logical_stream`, the stream as the session
+/// knows it, which outlives connections so that a client can resume it.
 ///
-/// Primary adapter, private. The session (on its shard) sends into it; the connection
-/// (on its own shard, maybe another) drains it into the socket. Every cross-shard
-/// touch is a `dispatch` to the connection's executor, so the queue itself is only ever
-/// touched on one thread and needs no lock.
+/// Primary adapter, private.
 ///
-///     session shard                      connection shard
-///     -------------                      ----------------
-///     stream->send(msg)  --dispatch-->   queue_.push_back(msg); wake_.cancel()
-///     stream->finish()   --dispatch-->   finished_ = true;      wake_.cancel()
-///                                        connection: co_await wait(); drain(); write
+///     session shard                                  connection shard
+///     -------------                                  ----------------
+///     session --send--> logical_stream --record--> event_store
+///                            |  (attached sink, if any)
+///                            +--push(id, data)--dispatch-->  response_sink queue --> socket
+///     client reconnects with Last-Event-ID: replay from the store into a new sink, then
+///     attach it; a sink whose connection died is detached and events keep being recorded.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/outbound.hpp>
 #include <droid/application/task.hpp>
 
 namespace droid::http::detail {
 
-/// A queue of outgoing messages for one HTTP response, drained by its connection.
+/// One event on its way to a client: its id ("stream-seq", empty for none) and data.
+struct sse_event {
+  std::string id;
+  std::string data;
+};
+
+/// The queue of one HTTP response that carries events, drained by its connection.
 ///
-/// Invariants: `queue_`, `finished_` and `dead_` change only on `home_`'s thread.
-/// Lifetime: shared by the session (through `outbound`) and the connection; a stream
-/// whose connection is gone is `dead_` and drops what it is sent.
-class event_stream final : public outbound, public std::enable_shared_from_this<event_stream> {
+/// Why a queue on the connection's shard: the session may run on another shard, and the
+/// socket must be written by exactly one coroutine.
+/// Invariants: all state changes happen on `home_`'s thread (every entry point
+/// dispatches there). Queued bytes never exceed `max_queued`: past it the sink aborts
+/// its connection (a client that stopped reading must not grow our memory), and the
+/// logical stream stays resumable from the store.
+class response_sink : public std::enable_shared_from_this<response_sink> {
  public:
-  explicit event_stream(asio::any_io_executor home);
+  response_sink(asio::any_io_executor home, std::size_t max_queued);
 
-  void send(std::string message) override;
-  void finish() override;
+  /// From any shard: queue an event / end the response / settle a pending GET.
+  void push(sse_event e);
+  void finish();
+  void accept();
+  void reject(int status, std::string message);
 
-  /// Suspends until a message is queued or the stream is finished (or `deadline`
-  /// passes, for keep-alive comments). Connection shard only.
-  [[nodiscard]] task<void> wait(std::chrono::steady_clock::duration deadline);
-  /// Takes what is queued. Connection shard only.
-  [[nodiscard]] std::deque<std::string> drain();
+  // ---- connection shard only ---------------------------------------------------------
+  /// Suspends until something is queued, the sink is finished, settled or dead, or
+  /// `timeout` passes.
+  [[nodiscard]] task<void> wait(std::chrono::steady_clock::duration timeout);
+  /// Suspends until `accept()` or `reject()` (or the sink dies).
+  [[nodiscard]] task<void> wait_settled();
+  [[nodiscard]] std::deque<sse_event> drain();
   [[nodiscard]] bool finished() const noexcept { return finished_; }
-  /// The connection is gone: drop everything from now on. Connection shard only.
-  void kill() noexcept;
   [[nodiscard]] bool dead() const noexcept { return dead_; }
+  [[nodiscard]] bool settled() const noexcept { return accepted_ || rejected_status_ != 0; }
+  [[nodiscard]] int rejected_status() const noexcept { return rejected_status_; }
+  [[nodiscard]] const std::string& rejected_message() const noexcept { return rejected_message_; }
+  /// The connection is gone (or must go): drop everything from now on.
+  void kill() noexcept;
+  /// Called when the sink overflows; the connection closes its socket.
+  std::function<void()> on_abort;
 
  private:
   asio::any_io_executor home_;
   asio::steady_timer wake_;
-  std::deque<std::string> queue_;
+  std::deque<sse_event> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::size_t max_queued_;
   bool finished_ = false;
   bool dead_ = false;
+  bool accepted_ = false;
+  int rejected_status_ = 0;
+  std::string rejected_message_;
 };
 
-/// Formats one SSE event carrying `data` (one JSON text, no newlines) with `id`.
+/// A stream as the session sees it: the `outbound` of one request (or the session's
+/// standalone stream), recording every event and forwarding it to the attached sink.
+///
+/// Why separate from the sink: a client that loses the connection of a POST resumes the
+/// *same* stream with a GET on a new connection; the stream, its sequence numbers and
+/// its recorded events must outlive the first connection.
+/// Affinity: the session's shard. Lifetime: shared by the session (as outbound) and the
+/// transport's stream table.
+class logical_stream final : public outbound {
+ public:
+  /// `store` may be null (JSON answers: nothing to resume). `on_finish` runs once, when
+  /// the stream is over (the transport forgets it then).
+  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish)
+      : number_(number), store_(store), on_finish_(std::move(on_finish)) {}
+
+  void send(std::string message) override;
+  void finish() override;
+
+  /// Makes `sink` the connection events go to (replacing and ending any previous one).
+  void attach(std::shared_ptr<response_sink> sink);
+  /// Forgets `sink` if it is the attached one (its connection died).
+  void detach(const std::shared_ptr<response_sink>& sink);
+  /// Replays events after `after_seq` into `sink`; false when they cannot all be replayed.
+  bool replay(std::uint64_t after_seq, response_sink& sink) const;
+
+  [[nodiscard]] std::uint64_t number() const noexcept { return number_; }
+  [[nodiscard]] bool is_finished() const noexcept { return finished_; }
+
+ private:
+  std::uint64_t number_;
+  event_store* store_;
+  std::function<void()> on_finish_;
+  std::shared_ptr<response_sink> sink_;
+  std::uint64_t seq_ = 0;
+  bool finished_ = false;
+};
+
+/// The id of event `seq` of stream `stream`: "stream-seq".
+[[nodiscard]] std::string event_id(std::uint64_t stream, std::uint64_t seq);
+/// Parses an event id; false for anything we did not make.
+[[nodiscard]] bool parse_event_id(std::string_view id, std::uint64_t& stream, std::uint64_t& seq) noexcept;
+
+/// Appends one SSE event (`id:` line when `id` is not empty, then `data:`).
 void append_sse_event(std::string& out, std::string_view id, std::string_view data);
 
 }  // namespace droid::http::detail

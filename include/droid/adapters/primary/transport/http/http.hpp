@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <droid/adapters/secondary/event_store/event_store.hpp>
+
 namespace droid {
 class server;
 }
@@ -87,6 +89,16 @@ struct options {
   std::chrono::milliseconds keep_alive_interval{15'000};
   /// On shutdown, how long in-flight calls may take to finish before they are cancelled.
   std::chrono::milliseconds drain_timeout{2'000};
+
+  /// Events each session keeps for resumption (`Last-Event-ID`), oldest evicted first.
+  std::size_t event_ring_capacity = 1024;
+  /// Makes each session's event store; empty means the in-memory ring above.
+  event_store_factory event_store{};
+  /// Bytes queued for one client-facing stream before the server gives up on a client
+  /// that stopped reading and closes that connection (the stream stays resumable).
+  std::size_t max_queued_bytes = 1u << 20;
+  /// The `retry:` (milliseconds) a 2025-11-25 client is told to wait before reconnecting.
+  std::chrono::milliseconds retry_interval{1'000};
 };
 
 /// A bound, ready-to-run HTTP server for one `droid::server`.

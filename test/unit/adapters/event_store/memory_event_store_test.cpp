@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The in-memory event ring and event ids: the resumption cursor, sans-io.
+#include <droid/adapters/secondary/event_store/event_store.hpp>
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "adapters/primary/transport/http/stream.hpp"
+
+namespace {
+
+std::vector<std::string> replayed(const droid::event_store& store, std::uint64_t stream, std::uint64_t after,
+                                  bool* ok = nullptr) {
+  std::vector<std::string> out;
+  const bool done = store.replay(stream, after, [&](std::uint64_t seq, std::string_view data) {
+    out.push_back(std::to_string(seq) + ":" + std::string(data));
+  });
+  if (ok) *ok = done;
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("adapters/event_store") {
+  TEST_CASE("replay gives exactly the events after the id, of that stream only") {
+    droid::memory_event_store store(10);
+    store.append(1, 1, "a");
+    store.append(2, 1, "x");
+    store.append(1, 2, "b");
+    store.append(1, 3, "c");
+    CHECK(replayed(store, 1, 1) == std::vector<std::string>{"2:b", "3:c"});
+    CHECK(replayed(store, 1, 0) == std::vector<std::string>{"1:a", "2:b", "3:c"});
+    CHECK(replayed(store, 2, 0) == std::vector<std::string>{"1:x"});
+    bool ok = false;
+    CHECK(replayed(store, 1, 3, &ok).empty());
+    CHECK(ok);
+  }
+
+  TEST_CASE("an id beyond the stream's last event cannot be replayed") {
+    droid::memory_event_store store(10);
+    store.append(1, 1, "a");
+    bool ok = true;
+    (void)replayed(store, 1, 5, &ok);
+    CHECK_FALSE(ok);
+  }
+
+  TEST_CASE("the ring evicts the oldest, and a replay that would miss evicted events refuses") {
+    droid::memory_event_store store(3);
+    for (std::uint64_t seq = 1; seq <= 5; ++seq) store.append(1, seq, "e" + std::to_string(seq));
+    CHECK(store.size() == 3);
+    bool ok = true;
+    (void)replayed(store, 1, 1, &ok);
+    CHECK_FALSE(ok);  // event 2 is gone
+    CHECK(replayed(store, 1, 2, &ok) == std::vector<std::string>{"3:e3", "4:e4", "5:e5"});
+    CHECK(ok);
+  }
+
+  TEST_CASE("a capacity of zero records nothing") {
+    droid::memory_event_store store(0);
+    store.append(1, 1, "a");
+    CHECK(store.size() == 0);
+  }
+
+  TEST_CASE("event ids encode the stream and round-trip; foreign ids are refused") {
+    using droid::http::detail::event_id;
+    using droid::http::detail::parse_event_id;
+    std::uint64_t stream = 0, seq = 0;
+    REQUIRE(parse_event_id(event_id(12, 34), stream, seq));
+    CHECK(stream == 12);
+    CHECK(seq == 34);
+    for (const char* bad : {"", "12", "-3", "3-", "a-1", "1-b", "1-2-3", "1 - 2", "99999999999999999999-1"}) {
+      CAPTURE(bad);
+      CHECK_FALSE(parse_event_id(bad, stream, seq));
+    }
+  }
+}
