@@ -371,7 +371,7 @@ task<void> connection::run() {
           arm(std::chrono::seconds(5) + std::chrono::seconds(length / std::max<std::size_t>(1, l_.opts.min_body_rate)));
           if (const std::string* expect = parser_.current().find("expect")) {
             if (detail::media_type_is(*expect, "100-continue")) {
-              if (parser_.content_length().value_or(0) > 0 && start == buf.size() &&
+              if ((!parser_.content_length() || *parser_.content_length() > 0) && start == buf.size() &&
                   !co_await write("HTTP/1.1 100 Continue\r\n\r\n"))
                 co_return;
             } else {
