@@ -461,4 +461,40 @@ TEST_SUITE("adapters/http") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
     CHECK(idle.closed_by_peer());
   }
+
+  TEST_CASE("stop lets calls being answered finish within the drain deadline (B12)") {
+    auto f = std::make_unique<server_fixture>();
+    raw_connection c(f->port());
+    const std::string sid = f->initialize(c);
+    c.send(mcp_post(
+        R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"wait","arguments":{"ms":300},"_meta":{"progressToken":1}}})",
+        "Mcp-Session-Id: " + sid + "\r\n"));
+    (void)c.read_until("started");
+    std::thread stopper([&] { f.reset(); });
+    const std::string rest = c.read_until("waited");
+    CAPTURE(rest);
+    CHECK(rest.find("\"id\":4") != std::string::npos);
+    stopper.join();
+  }
+
+  TEST_CASE("session churn stays under the cap and idle sessions are all reaped (E10)") {
+    droid::http::options o;
+    o.max_sessions = 200;
+    o.session_idle_timeout = std::chrono::milliseconds(200);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    int created = 0, refused = 0;
+    for (int i = 0; i < 1000; ++i) {
+      c.send(mcp_post(initialize_body));
+      auto r = c.read_response();
+      REQUIRE(r);
+      REQUIRE((r->status == 200 || r->status == 503));
+      (r->status == 200 ? created : refused) += 1;
+      REQUIRE(f.listener->sessions() <= 200);
+    }
+    CHECK(created >= 200);
+    for (int i = 0; i < 100 && f.listener->sessions() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(f.listener->sessions() == 0);
+  }
 }
