@@ -145,6 +145,13 @@ void register_tools(droid::server& server) {
                 co_return droid::tool_result::text("slept");
               });
 
+  server.tool("reconnect", "Closes its event stream, then answers: the client resumes the stream to get the result",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                ctx.close_stream();
+                co_await ctx.sleep(std::chrono::milliseconds(100));
+                co_return droid::tool_result::text("answered after the stream was resumed");
+              });
+
   server.tool("fail", "Always fails by throwing; shows how a tool's exception reaches the model",
               [](droid::tool_context&, fail_args args) -> droid::task<droid::tool_result> {
                 throw std::runtime_error(args.message.empty() ? "the tool failed" : args.message);
@@ -192,7 +199,9 @@ int main(int argc, char** argv) {
   info.name = "everything-server";
   info.title = "protocol_droid everything server";
   info.version = droid::version_string;
-  info.instructions = "Example tools: echo, add, forecast, count (progress), sleep (cancellable), fail, client_info.";
+  info.instructions =
+      "Example tools: echo, add, forecast, count (progress), sleep (cancellable), reconnect (stream resumption), "
+      "fail, client_info.";
   droid::server server(std::move(info));
   register_tools(server);
 

@@ -282,6 +282,7 @@ transport.send = (message, options) => {
 // Steps shared by the modes
 
 const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info'];
+let listedTools = new Set();
 
 async function initialize() {
   await client.connect(transport);
@@ -313,8 +314,10 @@ async function listTools() {
     check(typeof tool.description === 'string' && tool.description.length > 0, `${name}: empty description`);
     check(tool.inputSchema?.type === 'object', `${name}: inputSchema.type is ${show(tool.inputSchema?.type)}`);
   }
-  check(tools.length === expectedTools.length, `${tools.length} tools, want ${expectedTools.length}: ${show([...byName.keys()])}`);
   check(byName.get('add').outputSchema?.type === 'object', `add: outputSchema is ${show(byName.get('add').outputSchema)}`);
+  listedTools = new Set(byName.keys());
+  const extra = [...listedTools].filter((name) => !expectedTools.includes(name));
+  if (extra.length > 0) console.log(`# tools besides the expected ones: ${extra.join(', ')}`);
 }
 
 async function echo() {
@@ -534,6 +537,35 @@ async function runSse() {
       `; its bytes: ${show(post.body)}`);
   });
 
+  // A later addition to the example: a tool that closes its own POST stream before it
+  // answers (SEP-1699), so the client must resume with Last-Event-ID to get the result.
+  if (listedTools.has('reconnect')) {
+    await step('reconnect: the SDK resumes the closed stream with Last-Event-ID and gets the result', async () => {
+      const before = exchanges.length;
+      const startedAt = Date.now();
+      const result = await client.callTool({ name: 'reconnect', arguments: {} });
+      const elapsed = Date.now() - startedAt;
+      check(!result.isError, `isError: ${show(result)}`);
+      check(textOf(result) === 'answered after the stream was resumed', `text is ${show(textOf(result))}`);
+      const request = wire.findLast((w) => w.dir === 'out' && w.message.params?.name === 'reconnect');
+      const id = request.message.id;
+      const post = exchangeFor((m) => m.id === id && m.params?.name === 'reconnect');
+      check(post?.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'), `the POST was answered ${describe(post)}`);
+      for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
+      check(post.ended, `the POST's stream is still open: ${describe(post)}`);
+      check(/^id: *\S+$/m.test(post.body), `the POST's stream carried no event id to resume from: ${show(post.body)}`);
+      check(!sseMessages(post.body).some((m) => m.id === id), `the response came on the POST's stream: ${show(post.body)}`);
+      // Other streams above may be resumed meanwhile (see the next step): pick this one's.
+      const lastId = [...post.body.matchAll(/^id: *(\S+)$/gm)].at(-1)[1];
+      const resumes = exchanges.slice(before).filter((x) => x.method === 'GET' && x.requestHeaders['last-event-id'] === lastId);
+      check(resumes.length === 1, `${resumes.length} GETs with Last-Event-ID ${lastId} (the POST's last event id): ` +
+        `${show(exchanges.slice(before).filter((x) => x.method === 'GET').map((x) => `${x.requestHeaders['last-event-id']}: ${describe(x)}`))}`);
+      check(resumes[0].status === 200 && sseMessages(resumes[0].body).some((m) => m.id === id && m.result),
+        `the resuming GET did not carry the response: ${describe(resumes[0])}`);
+      console.log(`# reconnect answered after ${elapsed} ms: POST ${show(post.body)}, then GET Last-Event-ID ${lastId} -> ${resumes[0].status} ${show(resumes[0].body)}`);
+    });
+  }
+
   await step('past the retry interval, the SDK\'s stream resumptions raise no errors', async () => {
     // A 2025-11-25 server primes each POST stream with an event id and a retry interval.
     // A stream that then ends without a result response is, to SDK 1.32.2, a stream to
@@ -555,8 +587,9 @@ async function runSse() {
     const resumeErrors = (e) => /Failed to open SSE stream|Failed to reconnect SSE stream|Maximum reconnection attempts|SSE stream disconnected/.test(e);
     const errors = protocolErrors.filter(resumeErrors);
     for (const e of errors) protocolErrors.splice(protocolErrors.indexOf(e), 1);
+    const clip = (t) => (t.length > 100 ? `${t.slice(0, 100)}...` : t);
     const gets = after.map((x) => `GET${x.requestHeaders['last-event-id'] ? ` Last-Event-ID ${x.requestHeaders['last-event-id']}` : ''} -> ` +
-      `${x.status} ${show(x.body)}${x.ended ? ', ended' : ', open'}`);
+      `${x.status} ${clip(x.body)}${x.ended ? ' (ended)' : ' (open)'}`);
     console.log(`# retry ${retry} ms; GETs since the first resumption: ${show(gets)}`);
     check(errors.length === 0, `${errors.length} SDK error(s): ${show(errors)} (the GETs are listed above)`);
   });

@@ -53,6 +53,9 @@ struct stream_finisher {
 struct call final : detail::request_channel {
   call(session& s, ir::request_id i, std::shared_ptr<outbound> o) : owner(s), id(std::move(i)), stream(std::move(o)) {}
   void notify(std::string_view method, std::string params_json) override;
+  void close_stream() override {
+    if (stream && !cancelled) stream->interrupt();
+  }
   session& owner;
   ir::request_id id;
   /// Where this request's notifications and response go (the POST's stream on HTTP).

@@ -28,6 +28,9 @@ class outbound {
   /// Why: an HTTP POST answered as an event stream must end its response then; a stream
   /// that is not per request (stdout) ignores it.
   virtual void finish() {}
+  /// Ends the connection currently carrying this stream, if the transport can resume it
+  /// later (`tool_context::close_stream`); otherwise nothing.
+  virtual void interrupt() {}
 };
 
 }  // namespace droid

@@ -34,6 +34,8 @@ namespace detail {
 class request_channel {
  public:
   virtual void notify(std::string_view method, std::string params_json) = 0;
+  /// Ends the current connection of the request's stream, keeping the stream resumable.
+  virtual void close_stream() = 0;
 
  protected:
   ~request_channel() = default;
@@ -89,6 +91,13 @@ class tool_context {
 
   /// Sends an arbitrary notification related to this request (advanced use).
   send_awaiter notify(std::string_view method, std::string params_json);
+
+  /// Closes the connection currently carrying this request's event stream, without
+  /// ending the request: the client reconnects (GET with `Last-Event-ID`) and receives
+  /// what follows, the response included. Why: long calls should not pin a connection
+  /// (and proxies cut long ones anyway); MCP 2025-11-25 lets the server poll this way.
+  /// Does nothing on transports without resumable streams (stdio, JSON answers).
+  void close_stream() { channel_->close_stream(); }
 
  private:
   detail::request_channel* channel_;

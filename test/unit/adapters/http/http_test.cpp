@@ -52,6 +52,11 @@ struct server_fixture {
       co_await ctx.sleep(std::chrono::milliseconds(a.ms));
       co_return "waited";
     });
+    srv.tool("reconnect", "Closes its stream, then answers", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      ctx.close_stream();
+      co_await ctx.sleep(std::chrono::milliseconds(50));
+      co_return "resumed";
+    });
     if (opts.threads == 0) opts.threads = 2;
     listener = std::make_unique<droid::http::listener>(srv, opts);
     runner = std::thread([this] { listener->run(); });
@@ -80,7 +85,8 @@ std::vector<boost::json::value> sse_messages(const std::string& body) {
   std::size_t at = 0;
   while ((at = body.find("data: ", at)) != std::string::npos) {
     const auto end = body.find('\n', at);
-    out.push_back(boost::json::parse(body.substr(at + 6, end - at - 6)));
+    // Empty data is a priming event (an id to resume from), not a message.
+    if (end > at + 6) out.push_back(boost::json::parse(body.substr(at + 6, end - at - 6)));
     at = end;
   }
   return out;
@@ -408,10 +414,12 @@ TEST_SUITE("adapters/http") {
     raw_connection get(f.port());
     get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + headers +
              "Last-Event-ID: " + id + "\r\n\r\n");
-    auto r = get.read_response();
-    REQUIRE(r);
-    CHECK(r->status == 200);
-    const auto messages = sse_messages(r->body);
+    // A resumed stream stays open after its request is over (clients resume streams that
+    // end), so read up to the response rather than to the end.
+    std::string raw = get.read_until("waited");
+    raw += get.read_until("\n\n");
+    CHECK(raw.rfind("HTTP/1.1 200", 0) == 0);
+    const auto messages = sse_messages(raw.substr(raw.find("\r\n\r\n")) + "\n");
     REQUIRE(messages.size() == 1);  // only what came after the progress the client saw
     CHECK(messages[0].at("id") == 3);
     CHECK(messages[0].at("result").at("content").at(0).at("text") == "waited");
@@ -442,9 +450,7 @@ TEST_SUITE("adapters/http") {
     raw_connection get(f.port());
     get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + a +
              "\r\nLast-Event-ID: " + id + "\r\n\r\n");
-    auto g = get.read_response();
-    REQUIRE(g);
-    CHECK(g->status == 200);
+    CHECK(get.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
   }
 
   TEST_CASE("stop ends streams and sessions and lets run() return (B12)") {
@@ -496,5 +502,52 @@ TEST_SUITE("adapters/http") {
     for (int i = 0; i < 100 && f.listener->sessions() > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a tool can close its stream and the client gets the answer by resuming (SSE polling)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);  // negotiated 2025-11-25: priming events
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"reconnect"}})",
+                    "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-03-26\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    // Only the priming event: an id and a retry hint, no data, and no result.
+    CHECK(r->body.find("retry: ") != std::string::npos);
+    CHECK(r->body.find("\"result\"") == std::string::npos);
+    const auto at = r->body.find("id: ");
+    REQUIRE(at != std::string::npos);
+    const std::string id = r->body.substr(at + 4, r->body.find('\n', at) - at - 4);
+    c.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+           "\r\nLast-Event-ID: " + id + "\r\n\r\n");
+    std::string raw = c.read_until("resumed\"");
+    raw += c.read_until("\n\n");
+    CHECK(raw.rfind("HTTP/1.1 200", 0) == 0);
+    const auto messages = sse_messages(raw.substr(raw.find("\r\n\r\n")) + "\n");
+    REQUIRE(messages.size() == 1);
+    CHECK(messages[0].at("id") == 8);
+    CHECK(messages[0].at("result").at("content").at(0).at("text") == "resumed");
+  }
+
+  TEST_CASE("a resumed stream idles after its request and ends with the session") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    c.send(mcp_post(call_body(1, "x"), "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    const auto at = r->body.find("id: ");
+    const std::string id = r->body.substr(at + 4, r->body.find('\n', at) - at - 4);
+    raw_connection get(f.port(), 1000);
+    get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+             "\r\nLast-Event-ID: " + id + "\r\n\r\n");
+    const std::string head = get.read_until("\r\n\r\n");
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(get.read_until("0\r\n\r\n").find("0\r\n\r\n") == std::string::npos);  // still open
+    c.send("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: " + sid + "\r\n\r\n");
+    CHECK(c.read_response()->status == 200);
+    raw_connection wait_longer(f.port());
+    CHECK(get.read_until("0\r\n\r\n").find("0\r\n\r\n") != std::string::npos);  // ended by DELETE
   }
 }

@@ -86,6 +86,9 @@ struct session_entry {
   std::unordered_map<std::uint64_t, std::shared_ptr<detail::logical_stream>> streams;
   /// Stream 0: notifications that belong to no request.
   std::shared_ptr<detail::logical_stream> standalone;
+  /// Resumed streams (GET with Last-Event-ID of a request stream): they idle after their
+  /// request is over and end with the session.
+  std::vector<std::shared_ptr<detail::response_sink>> resumed;
 };
 
 /// The live sessions, by id.
@@ -157,6 +160,7 @@ void end_session(const std::shared_ptr<session_entry>& e) {
   asio::post(e->executor, [e] {
     e->s->close();
     if (e->standalone) e->standalone->finish();
+    for (auto& sink : std::exchange(e->resumed, {})) sink->finish();
     e->s->set_outbound(nullptr);
   });
 }
@@ -314,7 +318,7 @@ class connection : public std::enable_shared_from_this<connection> {
   task<bool> handle_delete(detail::request& req);
   task<bool> serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers);
   task<bool> serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers,
-                          std::string_view priming_id, bool standalone);
+                          bool standalone);
   std::shared_ptr<detail::response_sink> make_sink() {
     auto sink = std::make_shared<detail::response_sink>(socket_.get_executor(), l_.opts.max_queued_bytes);
     // A client that stops reading: close its connection rather than queue without
@@ -521,6 +525,11 @@ task<bool> connection::handle_post(detail::request& req) {
     auto stream = std::make_shared<detail::logical_stream>(
         number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); });
     entry->streams.emplace(number, stream);
+    // A client of 2025-11-25 or later gets a priming event first: an id to resume from
+    // before any data. Decided by the session's negotiated version, not the request's
+    // header (which some clients send as 2025-03-26 regardless).
+    if (!json_mode && entry->store && entry->s->peer().protocol_version >= std::string_view("2025-11-25"))
+      sink->push(detail::sse_event{detail::event_id(number, 0), std::string()});
     stream->attach(sink);
     entry->s->receive(std::move(m), stream);
   });
@@ -529,11 +538,7 @@ task<bool> connection::handle_post(detail::request& req) {
     keep = co_await serve_json(sink, new_session_header);
   } else {
     // 2025-11-25 clients get a priming event: an id to resume from before any data.
-    // A named local, not a conditional temporary: g++ 12 destroys the temporaries of a
-    // `?:` inside a co_await expression twice.
-    std::string priming;
-    if (!o.stateless && version && *version >= std::string_view("2025-11-25")) priming = detail::event_id(number, 0);
-    keep = co_await serve_events(sink, new_session_header, priming, false);
+    keep = co_await serve_events(sink, new_session_header, false);
   }
   if (sink->dead()) {
     // The client went away mid-stream: the request goes on and its events are recorded,
@@ -564,22 +569,22 @@ task<bool> connection::serve_json(const std::shared_ptr<detail::response_sink>& 
 }
 
 task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra,
-                                    std::string_view priming_id, bool standalone) {
+                                    bool standalone) {
   std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      "Transfer-Encoding: chunked\r\n";
   head += extra;
   head += "\r\n";
   std::string events;
-  if (!priming_id.empty()) {
-    events += "id: ";
-    events += priming_id;
-    events += "\nretry: ";
-    events += std::to_string(l_.opts.retry_interval.count());
-    events += "\ndata: \n\n";
-  }
   std::string out = std::move(head);
   for (;;) {
-    for (detail::sse_event& e : sink->drain()) detail::append_sse_event(events, e.id, e.data);
+    for (detail::sse_event& e : sink->drain()) {
+      if (e.data.empty()) {
+        // The priming event: an id, how long to wait before reconnecting, no data.
+        events += "id: " + e.id + "\nretry: " + std::to_string(l_.opts.retry_interval.count()) + "\ndata: \n\n";
+      } else {
+        detail::append_sse_event(events, e.id, e.data);
+      }
+    }
     // An idle standalone stream carries a comment now and then, so proxies and the
     // client's own timers see it alive (and a vanished client is noticed on write).
     if (events.empty() && standalone && !sink->finished() && out.empty()) events = ": keep-alive\n\n";
@@ -642,36 +647,35 @@ task<bool> connection::handle_get(detail::request& req) {
       sink->accept();
       return;
     }
-    if (number > entry->next_stream.load()) return refuse();
+    if (number > entry->next_stream.load() || entry->s->is_closed()) return refuse();
     if (auto it = entry->streams.find(number); it != entry->streams.end()) {
       if (!it->second->replay(after, *sink)) return refuse();
-      it->second->attach(sink);
-      sink->accept();
-      return;
-    }
-    // The request is over; its events may still be in the store.
-    bool ok = entry->store != nullptr;
-    if (ok) {
-      ok = entry->store->replay(number, after, [&](std::uint64_t seq, std::string_view data) {
+      it->second->attach(sink, true);
+    } else {
+      // The request is over; its events may still be in the store.
+      const bool ok = entry->store && entry->store->replay(number, after, [&](std::uint64_t seq, std::string_view data) {
         sink->push(detail::sse_event{detail::event_id(number, seq), std::string(data)});
       });
+      if (!ok) return refuse();
     }
-    if (!ok) return refuse();
+    entry->resumed.push_back(sink);
     sink->accept();
-    sink->finish();
   });
   co_await sink->wait_settled();
   bool keep = false;
   if (sink->rejected_status() != 0) {
     keep = co_await reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
   } else if (!sink->dead()) {
-    keep = co_await serve_events(sink, {}, {}, standalone);
+    // Resumed request streams idle with keep-alives like the standalone one (see
+    // logical_stream::attach).
+    keep = co_await serve_events(sink, {}, true);
   }
   asio::dispatch(entry->executor, [entry, sink, number] {
     if (number == 0) {
       entry->standalone->detach(sink);
-    } else if (auto it = entry->streams.find(number); it != entry->streams.end()) {
-      it->second->detach(sink);
+    } else {
+      if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+      std::erase(entry->resumed, sink);
     }
   });
   if (standalone) entry->has_standalone = false;

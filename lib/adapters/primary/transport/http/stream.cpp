@@ -91,16 +91,23 @@ void logical_stream::send(std::string message) {
 void logical_stream::finish() {
   if (finished_) return;
   finished_ = true;
-  if (sink_) sink_->finish();
+  if (sink_ && !sink_resumed_) sink_->finish();
   sink_.reset();
   if (on_finish_) std::exchange(on_finish_, nullptr)();
 }
 
-void logical_stream::attach(std::shared_ptr<response_sink> sink) {
-  if (sink_ && sink_ != sink) sink_->finish();
+void logical_stream::interrupt() {
+  if (!store_ || finished_ || !sink_) return;
+  sink_->finish();
+  sink_.reset();
+}
+
+void logical_stream::attach(std::shared_ptr<response_sink> sink, bool resumed) {
+  if (sink_ && sink_ != sink && !sink_resumed_) sink_->finish();
   sink_ = std::move(sink);
+  sink_resumed_ = resumed;
   if (finished_ && sink_) {
-    sink_->finish();
+    if (!sink_resumed_) sink_->finish();
     sink_.reset();
   }
 }

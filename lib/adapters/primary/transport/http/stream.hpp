@@ -104,9 +104,15 @@ class logical_stream final : public outbound {
 
   void send(std::string message) override;
   void finish() override;
+  /// Ends the attached sink's response (its connection may be reused) but not the
+  /// stream: only a stream with a store can be resumed, so without one this does nothing.
+  void interrupt() override;
 
   /// Makes `sink` the connection events go to (replacing and ending any previous one).
-  void attach(std::shared_ptr<response_sink> sink);
+  /// A `resumed` sink (a GET with Last-Event-ID) is not ended when the stream finishes:
+  /// clients treat a resumed stream that ends as one to resume again, so it idles until
+  /// the session ends or the client leaves, as the reference server's do.
+  void attach(std::shared_ptr<response_sink> sink, bool resumed = false);
   /// Forgets `sink` if it is the attached one (its connection died).
   void detach(const std::shared_ptr<response_sink>& sink);
   /// Replays events after `after_seq` into `sink`; false when they cannot all be replayed.
@@ -120,6 +126,7 @@ class logical_stream final : public outbound {
   event_store* store_;
   std::function<void()> on_finish_;
   std::shared_ptr<response_sink> sink_;
+  bool sink_resumed_ = false;
   std::uint64_t seq_ = 0;
   bool finished_ = false;
 };
