@@ -52,6 +52,12 @@ struct server_fixture {
       co_await ctx.sleep(std::chrono::milliseconds(a.ms));
       co_return "waited";
     });
+    srv.tool("flood", "Sends 2,000 notifications of 10 KB without pausing",
+             [](droid::tool_context& ctx) -> droid::task<std::string> {
+               const std::string params = R"({"level":"info","data":")" + std::string(10'000, 'x') + "\"}";
+               for (int i = 0; i < 2000; ++i) co_await ctx.notify("notifications/message", params);
+               co_return "flooded";
+             });
     srv.tool("reconnect", "Closes its stream, then answers", [](droid::tool_context& ctx) -> droid::task<std::string> {
       ctx.close_stream();
       co_await ctx.sleep(std::chrono::milliseconds(50));
@@ -253,9 +259,20 @@ TEST_SUITE("adapters/http") {
     CHECK(r->status == 200);
   }
 
-  TEST_CASE("the default bind is loopback (A5)") {
+  TEST_CASE("the default bind is loopback, and another bind is logged (A5)") {
     droid::http::options o;
     CHECK(o.host == "127.0.0.1");
+    server_fixture f;
+    CHECK(f.listener->url().rfind("http://127.0.0.1:", 0) == 0);
+    std::vector<std::string> logged;
+    droid::server other(droid::server_info{.name = "x", .version = "1"},
+                        droid::server_options{.log = [&](std::string_view l) { logged.emplace_back(l); }});
+    droid::http::options any;
+    any.host = "0.0.0.0";
+    any.threads = 1;
+    droid::http::listener exposed(other, any);
+    REQUIRE(logged.size() == 1);
+    CHECK(logged[0].find("non-loopback") != std::string::npos);
   }
 
   TEST_CASE("100 pipelined requests are answered in order (B5)") {
@@ -549,5 +566,25 @@ TEST_SUITE("adapters/http") {
     CHECK(c.read_response()->status == 200);
     raw_connection wait_longer(f.port());
     CHECK(get.read_until("0\r\n\r\n").find("0\r\n\r\n") != std::string::npos);  // ended by DELETE
+  }
+
+  TEST_CASE("a client that stops reading is cut off at the byte cap; the session goes on (B11)") {
+    droid::http::options o;
+    o.max_queued_bytes = 64 * 1024;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    raw_connection flood(f.port());
+    flood.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood"}})",
+                        "Mcp-Session-Id: " + sid + "\r\n"));
+    // Whatever fit in the socket buffers arrives, then the server closes the connection
+    // instead of queueing 20 MB for a reader that is not reading.
+    std::string got;
+    for (std::string piece; !(piece = flood.read_until("\n\n")).empty();) got += piece;
+    CHECK(got.size() < 16u * 1024 * 1024);
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
   }
 }
