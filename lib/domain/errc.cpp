@@ -31,6 +31,7 @@ class framework_category_impl final : public std::error_category {
       case errc::session_ended: return "the session ended before the peer answered";
       case errc::cancelled: return "the request was cancelled";
       case errc::unknown_session: return "unknown or ended session";
+      case errc::peer_error: return "the peer answered with an error";
     }
     return "droid error " + std::to_string(code);
   }

@@ -17,24 +17,11 @@
 // bytes of its body) to stderr.
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 
-const SKIP = 77;
-const requirePeers = process.env.DROID_REQUIRE_PEERS === '1';
-const trace = process.env.DROID_PEER_TRACE === '1';
-const here = dirname(fileURLToPath(import.meta.url));
-
-function missingPrerequisite(why) {
-  if (requirePeers) {
-    console.log(`not ok - prerequisites: ${why} (DROID_REQUIRE_PEERS=1, so this is a failure, not a skip)`);
-    process.exit(1);
-  }
-  console.log(`# SKIP ${why}`);
-  process.exit(SKIP);
-}
+import {
+  check, Check, checkPinnedSdk, exitWithSummary, loadSdk, notOk, show, sleep, startWatchdog, step, tapWire, textOf, trace,
+} from './harness.mjs';
 
 const usage = 'usage: node http_client.mjs <path to everything-server> [--json-response | --stateless]';
 const serverPath = process.argv[2];
@@ -45,52 +32,10 @@ if (!serverPath || process.argv.length > 4 || (modeFlag !== undefined && !['--js
 }
 const mode = modeFlag === '--json-response' ? 'json' : modeFlag === '--stateless' ? 'stateless' : 'sse';
 
-// Imported dynamically: a static import of a missing package throws before any of this
-// file runs, and the skip-or-fail decision above could not be made.
-let Client, StreamableHTTPClientTransport, McpError, ErrorCode, LATEST_PROTOCOL_VERSION;
-try {
-  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
-  ({ StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
-  ({ McpError, ErrorCode, LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js'));
-} catch (error) {
-  if (error?.code === 'ERR_MODULE_NOT_FOUND') {
-    missingPrerequisite(`@modelcontextprotocol/sdk is not installed in ${here}/node_modules; ` +
-      `run \`npm ci --prefix test/peer\` (${error.message.split('\n')[0]})`);
-  }
-  console.log(`not ok - import the SDK: ${error?.stack ?? error}`);
-  process.exit(1);
-}
-
-// ---------------------------------------------------------------------------------------
-// Reporting
-
-let failures = 0;
-function ok(step) {
-  console.log(`ok - ${step}`);
-}
-function notOk(step, why) {
-  failures += 1;
-  console.log(`not ok - ${step}: ${why}`);
-}
-class Check extends Error {}
-function check(condition, why) {
-  if (!condition) throw new Check(why);
-}
-const show = (v) => JSON.stringify(v);
-function textOf(result) {
-  return (result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
-}
-async function step(name, body) {
-  try {
-    await body();
-    ok(name);
-    return true;
-  } catch (error) {
-    notOk(name, error instanceof Check ? error.message : (error?.stack ?? String(error)));
-    return false;
-  }
-}
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
+const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION }] = await loadSdk(
+  (specifier) => import(specifier),
+  ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js']);
 
 // ---------------------------------------------------------------------------------------
 // The server process
@@ -102,45 +47,17 @@ function killServer() {
 }
 
 // Never hang: whatever goes wrong, give up after 60 s and kill the server.
-const watchdog = setTimeout(() => {
-  console.log('not ok - watchdog: the run took longer than 60 s');
-  killServer();
-  process.exit(1);
-}, 60_000);
-watchdog.unref();
+startWatchdog(killServer);
 
 function finish() {
   killServer();
-  clearTimeout(watchdog);
-  console.log(failures === 0 ? '# all steps passed' : `# ${failures} step(s) failed`);
-  process.exit(failures === 0 ? 0 : 1);
+  exitWithSummary();
 }
 
 // ---------------------------------------------------------------------------------------
 // The pinned SDK
 
-// The version pinned in package.json must be the one installed; a stale node_modules
-// would otherwise test against some other SDK without saying so.
-const pinned = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).dependencies['@modelcontextprotocol/sdk'];
-let installed = 'unknown';
-try {
-  let dir = dirname(fileURLToPath(import.meta.resolve('@modelcontextprotocol/sdk/client/index.js')));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === '@modelcontextprotocol/sdk') { installed = pkg.version; break; }
-    } catch { /* no package.json here: keep walking up */ }
-    const parent = dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-} catch { /* import.meta.resolve unavailable: stays unknown */ }
-console.log(`# @modelcontextprotocol/sdk ${installed} (pinned ${pinned}), node ${process.version}, LATEST_PROTOCOL_VERSION ${LATEST_PROTOCOL_VERSION}`);
-console.log(`# server: ${serverPath} --http 127.0.0.1:0${modeFlag ? ` ${modeFlag}` : ''} (mode ${mode})`);
-await step('the installed SDK is the pinned one', async () => {
-  check(installed === pinned, `node_modules holds @modelcontextprotocol/sdk ${installed}, package.json pins ${pinned}; ` +
-    'run `npm ci --prefix test/peer`');
-});
+await checkPinnedSdk(LATEST_PROTOCOL_VERSION, `${serverPath} --http 127.0.0.1:0${modeFlag ? ` ${modeFlag}` : ''} (mode ${mode})`);
 
 // ---------------------------------------------------------------------------------------
 // Start the server and wait for its URL
@@ -266,17 +183,8 @@ client.onerror = (error) => {
   console.error(`# client onerror (checked at the end): ${error?.message ?? error}`);
 };
 
-const wire = [];
-transport.onmessage = (message) => {
-  wire.push({ at: Date.now(), dir: 'in', message });
-  if (trace) console.error(`# <- ${show(message)}`);
-};
-const originalSend = transport.send.bind(transport);
-transport.send = (message, options) => {
-  wire.push({ at: Date.now(), dir: 'out', message });
-  if (trace) console.error(`# -> ${show(message)}`);
-  return originalSend(message, options);
-};
+// Every JSON-RPC message both ways, tapped before connect() so initialize is seen too.
+const wire = tapWire(transport);
 
 // ---------------------------------------------------------------------------------------
 // Steps shared by the modes

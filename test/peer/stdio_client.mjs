@@ -10,23 +10,9 @@
 //
 // Set DROID_PEER_TRACE=1 to print every JSON-RPC message on the wire (to stderr).
 
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const SKIP = 77;
-const requirePeers = process.env.DROID_REQUIRE_PEERS === '1';
-const trace = process.env.DROID_PEER_TRACE === '1';
-const here = dirname(fileURLToPath(import.meta.url));
-
-function missingPrerequisite(why) {
-  if (requirePeers) {
-    console.log(`not ok - prerequisites: ${why} (DROID_REQUIRE_PEERS=1, so this is a failure, not a skip)`);
-    process.exit(1);
-  }
-  console.log(`# SKIP ${why}`);
-  process.exit(SKIP);
-}
+import {
+  check, Check, checkPinnedSdk, exitWithSummary, loadSdk, show, sleep, startWatchdog, step, tapWire, textOf,
+} from './harness.mjs';
 
 const serverPath = process.argv[2];
 if (!serverPath) {
@@ -34,78 +20,15 @@ if (!serverPath) {
   process.exit(1);
 }
 
-// Imported dynamically: a static import of a missing package throws before any of this
-// file runs, and the skip-or-fail decision above could not be made.
-let Client, StdioClientTransport, McpError, ErrorCode, LATEST_PROTOCOL_VERSION;
-try {
-  ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
-  ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
-  ({ McpError, ErrorCode, LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js'));
-} catch (error) {
-  if (error?.code === 'ERR_MODULE_NOT_FOUND') {
-    missingPrerequisite(`@modelcontextprotocol/sdk is not installed in ${here}/node_modules; ` +
-      `run \`npm ci --prefix test/peer\` (${error.message.split('\n')[0]})`);
-  }
-  console.log(`not ok - import the SDK: ${error?.stack ?? error}`);
-  process.exit(1);
-}
-
-// ---------------------------------------------------------------------------------------
-// Reporting
-
-let failures = 0;
-function ok(step) {
-  console.log(`ok - ${step}`);
-}
-function notOk(step, why) {
-  failures += 1;
-  console.log(`not ok - ${step}: ${why}`);
-}
-class Check extends Error {}
-function check(condition, why) {
-  if (!condition) throw new Check(why);
-}
-const show = (v) => JSON.stringify(v);
-function textOf(result) {
-  return (result?.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
-}
-async function step(name, body) {
-  try {
-    await body();
-    ok(name);
-    return true;
-  } catch (error) {
-    notOk(name, error instanceof Check ? error.message : (error?.stack ?? String(error)));
-    return false;
-  }
-}
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
+const [{ Client }, { StdioClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION }] = await loadSdk(
+  (specifier) => import(specifier),
+  ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/stdio.js', '@modelcontextprotocol/sdk/types.js']);
 
 // ---------------------------------------------------------------------------------------
 // The session
 
-// The version pinned in package.json must be the one installed; a stale node_modules
-// would otherwise test against some other SDK without saying so.
-const pinned = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).dependencies['@modelcontextprotocol/sdk'];
-let installed = 'unknown';
-try {
-  let dir = dirname(fileURLToPath(import.meta.resolve('@modelcontextprotocol/sdk/client/index.js')));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === '@modelcontextprotocol/sdk') { installed = pkg.version; break; }
-    } catch { /* no package.json here: keep walking up */ }
-    const parent = dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-} catch { /* import.meta.resolve unavailable: stays unknown */ }
-console.log(`# @modelcontextprotocol/sdk ${installed} (pinned ${pinned}), node ${process.version}, LATEST_PROTOCOL_VERSION ${LATEST_PROTOCOL_VERSION}`);
-console.log(`# server: ${serverPath}`);
-await step('the installed SDK is the pinned one', async () => {
-  check(installed === pinned, `node_modules holds @modelcontextprotocol/sdk ${installed}, package.json pins ${pinned}; ` +
-    'run `npm ci --prefix test/peer`');
-});
+await checkPinnedSdk(LATEST_PROTOCOL_VERSION, serverPath);
 
 const clientInfo = { name: 'droid-peer-ts-stdio', version: '1.0.0' };
 // An experimental capability the server has no reason to know: client_info must echo it.
@@ -122,28 +45,14 @@ client.onerror = (error) => {
   console.error(`# client onerror (checked at the end): ${error?.message ?? error}`);
 };
 
-// A tap on the wire, both ways. Protocol.connect() chains to an onmessage that is already
-// set, and send() is wrapped before connect() so the initialize request is seen too.
-const wire = [];
-transport.onmessage = (message) => {
-  wire.push({ at: Date.now(), dir: 'in', message });
-  if (trace) console.error(`# <- ${show(message)}`);
-};
-const originalSend = transport.send.bind(transport);
-transport.send = (message, options) => {
-  wire.push({ at: Date.now(), dir: 'out', message });
-  if (trace) console.error(`# -> ${show(message)}`);
-  return originalSend(message, options);
-};
+// Every JSON-RPC message both ways, tapped before connect() so initialize is seen too.
+const wire = tapWire(transport);
 
 // Never hang: whatever goes wrong, give up after 60 s and kill the server.
-const watchdog = setTimeout(() => {
-  console.log('not ok - watchdog: the run took longer than 60 s');
+startWatchdog(() => {
   const pid = transport.pid;
   if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
-  process.exit(1);
-}, 60_000);
-watchdog.unref();
+});
 
 const connected = await step('initialize', async () => {
   await client.connect(transport);
@@ -350,6 +259,4 @@ await step('no protocol errors', async () => {
   check(protocolErrors.length === 0, `the SDK reported: ${show(protocolErrors)}`);
 });
 
-clearTimeout(watchdog);
-console.log(failures === 0 ? '# all steps passed' : `# ${failures} step(s) failed`);
-process.exit(failures === 0 ? 0 : 1);
+exitWithSummary();

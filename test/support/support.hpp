@@ -60,6 +60,8 @@ inline std::size_t poll(asio::io_context& io) {
 class capture final : public outbound {
  public:
   void send(std::string message) override { sent.push_back(std::move(message)); }
+  void finish() override { ++finished; }
+  [[nodiscard]] std::string exchange_refusal() const override { return refusal; }
 
   /// The i-th message sent, parsed.
   [[nodiscard]] boost::json::value json(std::size_t i) const { return boost::json::parse(sent.at(i)); }
@@ -71,6 +73,10 @@ class capture final : public outbound {
   }
 
   std::deque<std::string> sent;
+  /// How many request streams were finished on this outbound.
+  int finished = 0;
+  /// What `exchange_refusal` answers (empty: questions may be asked).
+  std::string refusal;
 };
 
 }  // namespace droid::test

@@ -62,6 +62,9 @@ enum class errc : int {
   cancelled,
   /// A message referred to a session this server does not know (or no longer knows).
   unknown_session,
+  /// The peer answered a server-to-client request with a JSON-RPC error; its code,
+  /// message and data travel with the outcome.
+  peer_error,
 };
 
 /// The category for `droid::errc`.

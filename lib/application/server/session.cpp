@@ -16,6 +16,7 @@
 /// leave Asio holding a handler into freed memory.
 #include <droid/application/server/session.hpp>
 
+#include <charconv>
 #include <exception>
 #include <optional>
 #include <stop_token>
@@ -51,12 +52,18 @@ struct stream_finisher {
 
 /// One request being served: its stop source and the context its tool sees.
 struct call final : detail::request_channel {
-  call(session& s, ir::request_id i, std::shared_ptr<outbound> o) : owner(s), id(std::move(i)), stream(std::move(o)) {}
+  call(session& s, session::impl& st, ir::request_id i, std::shared_ptr<outbound> o)
+      : owner(s), state(st), id(std::move(i)), stream(std::move(o)) {}
   void notify(std::string_view method, std::string params_json) override;
   void close_stream() override {
     if (stream && !cancelled) stream->interrupt();
   }
+  std::optional<exchange_error> exchange_refusal(std::string_view method) override;
+  std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                              std::string_view params_json) override;
+  void cancel_exchange(std::int64_t id) override;
   session& owner;
+  session::impl& state;
   ir::request_id id;
   /// Where this request's notifications and response go (the POST's stream on HTTP).
   std::shared_ptr<outbound> stream;
@@ -102,6 +109,28 @@ struct session::impl {
   bool tools_advertised = false;
   std::size_t dropped = 0;
   std::unordered_map<ir::request_id, std::unique_ptr<call>> in_flight;
+
+  /// Server-to-client requests awaiting the peer's answer, by the id we minted.
+  ///
+  /// Why ids start at 2^40: they share one JSON-RPC channel with the peer's own ids, and
+  /// a minted id that met one of the peer's would make the in-flight check above report
+  /// a duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
+  /// still exact in a JavaScript number.
+  std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
+  std::int64_t next_exchange_id = std::int64_t{1} << 40;
+
+  /// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
+  /// `resume()` returns, nothing here may be touched that the tool could have ended
+  /// (the caller holds the session alive).
+  bool resolve(std::int64_t id, exchange_result outcome) {
+    auto it = waiters.find(id);
+    if (it == waiters.end()) return false;
+    detail::exchange_waiter* w = it->second;
+    waiters.erase(it);
+    *w->slot = std::move(outcome);
+    w->handle.resume();
+    return true;
+  }
 };
 
 session::session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -152,13 +181,81 @@ void call::notify(std::string_view method, std::string params_json) {
 void session::close() {
   impl& s = *impl_;
   if (s.closed) return;
-  // Closed first, so that anything the stop callbacks resume sees a session that no
-  // longer sends; then every tool is told to stop.
+  // Closed first, so that new exchanges refuse and anything resumed below sees a session
+  // that no longer sends. Then every waiting exchange is resumed with "ended", from a
+  // table swapped out first (a resumed tool may finish and touch the session). Then every
+  // tool is told to stop, from a snapshot of the stop sources (a tool that finishes
+  // inline erases its own entry).
   s.closed = true;
+  auto keep_alive = shared_from_this();
+  for (auto& [id, w] : std::exchange(s.waiters, {})) {
+    *w->slot = exchange_result(exchange_error{make_error_code(errc::session_ended), 0,
+                                              "the session ended before the peer answered", {}});
+    w->handle.resume();
+  }
+  std::vector<std::stop_source> stops;
   for (auto& [id, c] : s.in_flight) {
     c->cancelled = true;
-    c->stop.request_stop();
+    stops.push_back(c->stop);
   }
+  for (std::stop_source& stop : stops) stop.request_stop();
+}
+
+std::size_t session::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
+
+namespace {
+/// The capability a client must declare before it may be asked `method`.
+std::string_view capability_for(std::string_view method) noexcept {
+  if (method == "sampling/createMessage") return "sampling";
+  if (method == "elicitation/create") return "elicitation";
+  if (method == "roots/list") return "roots";
+  return {};
+}
+}  // namespace
+
+std::optional<exchange_error> call::exchange_refusal(std::string_view method) {
+  if (owner.is_closed())
+    return exchange_error{make_error_code(errc::session_ended), 0, "the session ended before the peer answered", {}};
+  if (!stream)
+    return exchange_error{make_error_code(errc::exchange_refused), 0,
+                          "this request has no stream to carry a question to the client", {}};
+  if (std::string why = stream->exchange_refusal(); !why.empty())
+    return exchange_error{make_error_code(errc::exchange_refused), 0, std::move(why), {}};
+  if (const std::string_view cap = capability_for(method); !cap.empty() && !owner.peer().has_capability(cap))
+    return exchange_error{make_error_code(errc::exchange_refused), 0,
+                          "the client did not declare the `" + std::string(cap) +
+                              "` capability in initialize, so it cannot be asked " + std::string(method),
+                          {}};
+  return std::nullopt;
+}
+
+std::int64_t call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                                  std::string_view params_json) {
+  session::impl& s = state;
+  const std::int64_t id = s.next_exchange_id++;
+  s.waiters.emplace(id, &waiter);
+  std::string buf;
+  ir::append_request(buf, ir::request_id(id), method, params_json);
+  // Only queues the message for the stream's writer: nothing can answer it, and so
+  // nothing can resume the waiter, before the caller's await_suspend has returned.
+  stream->send(std::move(buf));
+  return id;
+}
+
+void call::cancel_exchange(std::int64_t id) {
+  session::impl& s = state;
+  if (!s.waiters.contains(id)) return;
+  // The peer may still be working on the question (a person filling in a form): tell it
+  // to stop, on the same stream the question went out on.
+  if (!s.closed && stream) {
+    std::string buf;
+    ir::append_notification(buf, "notifications/cancelled",
+                            R"({"requestId":)" + std::to_string(id) + R"(,"reason":"the tool's request was cancelled"})");
+    stream->send(std::move(buf));
+  }
+  auto keep_alive = owner.shared_from_this();
+  s.resolve(id, exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
+                                               "the request was cancelled before the peer answered", {}}));
 }
 
 namespace {
@@ -222,6 +319,44 @@ std::optional<ir::request_id> cancelled_id(ir::raw_json params) {
 
 }  // namespace
 
+void session::route_answer(ir::message msg) {
+  impl& s = *impl_;
+  // Our ids are integers; a peer that echoes one as a string ("1099511627776") still
+  // means ours (RELIABILITY decision 6: TypeScript and Python peers do this).
+  std::int64_t id = 0;
+  const ir::request_id& rid = msg.id();
+  bool numeric = rid.is_integer();
+  if (numeric) {
+    id = rid.integer();
+  } else {
+    const std::string& text = rid.string();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    numeric = ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  }
+  if (!numeric || !s.waiters.contains(id)) {
+    // An answer to a question we gave up on, never asked, or asked of another session:
+    // dropped, counted, never dispatched and never answered (RELIABILITY 2.16).
+    ++s.dropped;
+    return;
+  }
+  exchange_result outcome;
+  if (msg.kind() == ir::message_kind::response) {
+    boost::json::value v;
+    std::string error;
+    const std::error_code ec =
+        ir::visit_json(msg.result().text, [&](const ir::json_node& n) { (void)decode(n, v, error); });
+    outcome = ec ? exchange_result(exchange_error{make_error_code(errc::peer_error), 0,
+                                                  "the peer's result could not be read", {}})
+                 : exchange_result(std::move(v));
+  } else {
+    outcome = exchange_result(exchange_error{make_error_code(errc::peer_error), msg.error_code(),
+                                             msg.error_message(), std::string(msg.error_data().text)});
+  }
+  // The resumed tool may finish and end this session's last reference.
+  auto keep_alive = shared_from_this();
+  s.resolve(id, std::move(outcome));
+}
+
 void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   impl& s = *impl_;
   if (!stream) stream = s.out;
@@ -231,10 +366,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   outbound* to = stream.get();
 
   if (msg.is_response()) {
-    // No request of ours is outstanding yet in this layer (the exchange table arrives
-    // with server-to-client requests), so every answer is to an unknown id: dropped,
-    // counted, never dispatched and never answered (RELIABILITY 2.16).
-    ++s.dropped;
+    route_answer(std::move(msg));
     return;
   }
 
@@ -293,7 +425,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     return;
   }
 
-  auto c = std::make_unique<call>(*this, id, stream);
+  auto c = std::make_unique<call>(*this, s, id, stream);
   call& record = *c;
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {

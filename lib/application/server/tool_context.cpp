@@ -38,6 +38,56 @@ send_awaiter tool_context::notify(std::string_view method, std::string params_js
   return {};
 }
 
+exchange_awaiter tool_context::exchange(std::string method, std::string params_json, std::stop_token stop) {
+  return exchange_awaiter(*channel_, std::move(method), std::move(params_json), stop_, std::move(stop));
+}
+
+exchange_awaiter tool_context::exchange(std::string method, const boost::json::object& params, std::stop_token stop) {
+  return exchange(std::move(method), ir::to_json_text(params), std::move(stop));
+}
+
+exchange_awaiter::exchange_awaiter(detail::request_channel& channel, std::string method, std::string params_json,
+                                   std::stop_token call_stop, std::stop_token extra_stop)
+    : channel_(&channel),
+      method_(std::move(method)),
+      params_(std::move(params_json)),
+      call_stop_(std::move(call_stop)),
+      extra_stop_(std::move(extra_stop)) {}
+
+bool exchange_awaiter::await_ready() {
+  if (call_stop_.stop_requested() || extra_stop_.stop_requested()) {
+    result_ = exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
+                                             "the request was cancelled before the question was asked", {}});
+    return true;
+  }
+  if (auto refusal = channel_->exchange_refusal(method_)) {
+    result_ = exchange_result(std::move(*refusal));
+    return true;
+  }
+  return false;
+}
+
+void exchange_awaiter::await_suspend(std::coroutine_handle<> h) {
+  waiter_.handle = h;
+  waiter_.slot = &result_;
+  // Mint, record and publish, then arm cancellation. All on the session's shard: no stop
+  // request can arrive from elsewhere in between, and publishing only queues the message
+  // for the stream's writer, so nothing resumes `h` before this returns.
+  id_ = channel_->begin_exchange(waiter_, method_, params_);
+  if (call_stop_.stop_possible()) on_call_stop_.emplace(call_stop_, canceller{this});
+  if (extra_stop_.stop_possible()) on_extra_stop_.emplace(extra_stop_, canceller{this});
+}
+
+exchange_result exchange_awaiter::await_resume() {
+  // When a stop callback resumed us, this destroys that callback from inside its own
+  // invocation: allowed on the same thread (the destructor does not wait for itself).
+  on_call_stop_.reset();
+  on_extra_stop_.reset();
+  return std::move(result_);
+}
+
+void exchange_awaiter::canceller::operator()() const noexcept { self->channel_->cancel_exchange(self->id_); }
+
 task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration duration) {
   asio::steady_timer timer(executor_, duration);
   const std::error_code ec = co_await timer.async_wait(use_task(stop_));

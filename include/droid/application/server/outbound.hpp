@@ -31,6 +31,11 @@ class outbound {
   /// Ends the connection currently carrying this stream, if the transport can resume it
   /// later (`tool_context::close_stream`); otherwise nothing.
   virtual void interrupt() {}
+  /// Empty when requests to the peer (sampling, elicitation, roots) can travel on this
+  /// stream and be answered; otherwise a sentence naming the setting that would allow
+  /// it. Why asked of the stream: only the transport knows whether anything will read
+  /// the question (a single-JSON HTTP answer has no room for it).
+  [[nodiscard]] virtual std::string exchange_refusal() const { return {}; }
 };
 
 }  // namespace droid

@@ -79,6 +79,8 @@ class session : public std::enable_shared_from_this<session> {
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
   /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
   [[nodiscard]] std::size_t dropped_responses() const noexcept;
+  /// Server-to-client requests waiting for the peer's answer.
+  [[nodiscard]] std::size_t outstanding_exchanges() const noexcept;
 
   /// Sends a notification that concerns no particular request (list_changed) on the
   /// session's own outbound; dropped before initialization, after close, or when there
@@ -94,9 +96,15 @@ class session : public std::enable_shared_from_this<session> {
   /// MCP-Protocol-Version header instead.
   void assume_initialized(peer_info peer);
 
- private:
+  /// The implementation; opaque (public only so the request records in its translation
+  /// unit can name it).
   struct impl;
+
+ private:
+  friend struct impl;
   explicit session(std::unique_ptr<impl> p);
+  /// Hands a peer's answer to the exchange waiting for it, or drops it.
+  void route_answer(ir::message msg);
   std::unique_ptr<impl> impl_;
 };
 

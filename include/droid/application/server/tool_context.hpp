@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -19,13 +20,62 @@
 
 #include <asio/any_io_executor.hpp>
 
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
 #include <droid/application/server/peer_info.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
 namespace droid {
 
+/// Why a server-to-client request produced no result.
+struct exchange_error {
+  /// `droid::errc::exchange_refused` (the session cannot carry the question: the
+  /// message names the setting or capability that would allow it), `cancelled`,
+  /// `session_ended`, or `peer_error` (the peer answered with a JSON-RPC error).
+  std::error_code condition{};
+  /// The peer's JSON-RPC error code, for `peer_error`.
+  std::int64_t code = 0;
+  /// A sentence for logs and for the tool's own error result.
+  std::string message{};
+  /// The peer's `error.data` as JSON text, if it sent any.
+  std::string data{};
+};
+
+/// The outcome of `co_await ctx.exchange(...)`: the peer's result, or why there is none.
+///
+/// Why a value and not an exception: a declined question, a cancelled call and a client
+/// that went away are expected outcomes a tool reacts to (usually by returning an error
+/// result), not failures of the tool itself.
+class exchange_result {
+ public:
+  exchange_result() = default;
+  explicit exchange_result(boost::json::value v) : value_(std::move(v)), ok_(true) {}
+  explicit exchange_result(exchange_error e) : error_(std::move(e)) {}
+
+  [[nodiscard]] explicit operator bool() const noexcept { return ok_; }
+  [[nodiscard]] bool has_value() const noexcept { return ok_; }
+  /// The peer's `result`. Precondition: `has_value()`.
+  [[nodiscard]] const boost::json::value& value() const noexcept { return value_; }
+  /// Why there is no result. Precondition: `!has_value()`.
+  [[nodiscard]] const exchange_error& error() const noexcept { return error_; }
+
+ private:
+  boost::json::value value_{};
+  exchange_error error_{};
+  bool ok_ = false;
+};
+
 namespace detail {
+
+/// A suspended exchange as the session's table holds it: whom to resume, and where the
+/// answer goes. Lives in the awaiter, so parking a coroutine allocates nothing.
+struct exchange_waiter {
+  std::coroutine_handle<> handle{};
+  exchange_result* slot = nullptr;
+};
+
 /// The session-side half of a request in flight, as a tool's context sees it.
 ///
 /// Why an interface: the context must not know the session type (a 2025 session today,
@@ -36,6 +86,17 @@ class request_channel {
   virtual void notify(std::string_view method, std::string params_json) = 0;
   /// Ends the current connection of the request's stream, keeping the stream resumable.
   virtual void close_stream() = 0;
+
+  /// Nothing when a request `method` can be sent to the peer now; otherwise why not
+  /// (refused: with the setting or capability that would allow it; or the session ended).
+  virtual std::optional<exchange_error> exchange_refusal(std::string_view method) = 0;
+  /// Mints an id, records `waiter` under it and publishes the request on this request's
+  /// stream; returns the id. Runs inside `await_suspend`.
+  virtual std::int64_t begin_exchange(exchange_waiter& waiter, std::string_view method,
+                                      std::string_view params_json) = 0;
+  /// Takes the waiter for `id` out of the table (if it is still there), tells the peer
+  /// with `notifications/cancelled`, and resumes it with `errc::cancelled`.
+  virtual void cancel_exchange(std::int64_t id) = 0;
 
  protected:
   ~request_channel() = default;
@@ -50,6 +111,52 @@ struct [[nodiscard]] send_awaiter {
   bool await_ready() const noexcept { return true; }
   void await_suspend(std::coroutine_handle<>) const noexcept {}
   void await_resume() const noexcept {}
+};
+
+/// The awaiter of `tool_context::exchange`: parks the tool in the session's exchange
+/// table until the peer answers, the request is cancelled, or the session ends.
+///
+/// Why each step is where it is (STYLE.md 3.5):
+/// - `await_ready` is the refusal path: a session that cannot carry the question (single
+///   JSON answers, stateless HTTP, a client without the capability, a closed session, a
+///   cancelled call) completes at once, and nothing is minted, recorded or published.
+/// - `await_suspend` mints, records, registers the stop callback, then publishes, all on
+///   the session's shard, so no other code can see an id that has no waiter; publishing
+///   only enqueues for the stream's writer, so nothing can resume the tool before
+///   `await_suspend` returns.
+/// - The router resumes the tool directly from the table; a stop request (the peer's
+///   `notifications/cancelled`, or the tool's own token) takes the entry out first, so a
+///   late answer finds nothing and is dropped.
+/// Not copyable or movable: the table holds its address.
+class [[nodiscard]] exchange_awaiter {
+ public:
+  /// Cancelled by either token: the call's own and an optional extra one.
+  exchange_awaiter(detail::request_channel& channel, std::string method, std::string params_json,
+                   std::stop_token call_stop, std::stop_token extra_stop);
+  exchange_awaiter(const exchange_awaiter&) = delete;
+  exchange_awaiter& operator=(const exchange_awaiter&) = delete;
+
+  bool await_ready();
+  // void: the coroutine is parked in the table; publishing cannot fail synchronously.
+  void await_suspend(std::coroutine_handle<> h);
+  exchange_result await_resume();
+
+ private:
+  struct canceller {
+    exchange_awaiter* self;
+    void operator()() const noexcept;
+  };
+
+  detail::request_channel* channel_;
+  std::string method_;
+  std::string params_;
+  std::stop_token call_stop_;
+  std::stop_token extra_stop_;
+  exchange_result result_{};
+  detail::exchange_waiter waiter_{};
+  std::int64_t id_ = 0;
+  std::optional<std::stop_callback<canceller>> on_call_stop_{};
+  std::optional<std::stop_callback<canceller>> on_extra_stop_{};
 };
 
 /// The tool's view of the request it is serving.
@@ -91,6 +198,18 @@ class tool_context {
 
   /// Sends an arbitrary notification related to this request (advanced use).
   send_awaiter notify(std::string_view method, std::string params_json);
+
+  /// Asks the client a question (`sampling/createMessage`, `elicitation/create`,
+  /// `roots/list`, ...) and resumes with its answer. The request travels on the stream
+  /// of the request this tool serves. `params_json` is the request's params as JSON text.
+  /// Cancelled when this call is cancelled (the peer is then told, with
+  /// `notifications/cancelled`) or when `stop` (an extra token, e.g. a deadline of the
+  /// tool's own) is requested.
+  [[nodiscard]] exchange_awaiter exchange(std::string method, std::string params_json = "{}",
+                                          std::stop_token stop = {});
+  /// The same with params as a JSON object.
+  [[nodiscard]] exchange_awaiter exchange(std::string method, const boost::json::object& params,
+                                          std::stop_token stop = {});
 
   /// Closes the connection currently carrying this request's event stream, without
   /// ending the request: the client reconnects (GET with `Last-Event-ID`) and receives

@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <droid/application/server/server.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 #include "http_client.hpp"
 
@@ -58,6 +59,11 @@ struct server_fixture {
                for (int i = 0; i < 2000; ++i) co_await ctx.notify("notifications/message", params);
                co_return "flooded";
              });
+    srv.tool("ask", "Asks the client's model", [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+      auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
+      if (!answer) co_return droid::tool_result::error(answer.error().message);
+      co_return droid::tool_result::text("model said " + droid::ir::to_json_text(answer.value().at("content")));
+    });
     srv.tool("reconnect", "Closes its stream, then answers", [](droid::tool_context& ctx) -> droid::task<std::string> {
       ctx.close_stream();
       co_await ctx.sleep(std::chrono::milliseconds(50));
@@ -586,5 +592,44 @@ TEST_SUITE("adapters/http") {
     auto r = c.read_response();
     REQUIRE(r);
     CHECK(r->status == 200);
+  }
+
+  TEST_CASE("a tool asks the client over the POST's stream and the answer comes on a later POST") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    auto init = c.read_response();
+    REQUIRE(init);
+    const std::string sid = *init->header("mcp-session-id");
+    raw_connection call(f.port());
+    call.send(mcp_post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask"}})",
+                       "Mcp-Session-Id: " + sid + "\r\n"));
+    std::string question = call.read_until("sampling/createMessage");
+    question += call.read_until("\n\n");
+    CHECK(question.find("\"id\":1099511627776") != std::string::npos);
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"role":"assistant","content":{"type":"text","text":"42"}}})",
+                    "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 202);
+    std::string answer = call.read_until("model said");
+    answer += call.read_until("\n\n");
+    CHECK(answer.find("\"id\":5") != std::string::npos);
+    CHECK(answer.find(R"(\"text\":\"42\")") != std::string::npos);
+  }
+
+  TEST_CASE("in JSON mode a tool's question is refused at once, naming the setting") {
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    const std::string sid = *c.read_response()->header("mcp-session-id");
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask"}})",
+                    "Mcp-Session-Id: " + sid + "\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    const auto v = boost::json::parse(r->body);
+    CHECK(v.at("result").at("isError") == true);
+    CHECK(std::string(v.at("result").at("content").at(0).at("text").as_string()).find("streaming::event_stream") !=
+          std::string::npos);
   }
 }

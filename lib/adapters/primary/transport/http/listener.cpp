@@ -521,9 +521,20 @@ task<bool> connection::handle_post(detail::request& req) {
   const std::uint64_t number = ++entry->next_stream;
   auto sink = make_sink();
   ++entry->active;
-  asio::dispatch(entry->executor, [entry, number, sink, json_mode, m = std::move(msg)]() mutable {
+  // Why a tool on this stream could not ask the client anything (empty: it can).
+  std::string refusal;
+  if (json_mode) {
+    refusal = "this server answers each request with a single JSON document (http::options::reply is "
+              "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream";
+  } else if (o.stateless) {
+    refusal = "this server is stateless (http::options::stateless), so the client's answer could not find the "
+              "question: serve with sessions to let tools ask the client";
+  }
+  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal = std::move(refusal),
+                                   m = std::move(msg)]() mutable {
     auto stream = std::make_shared<detail::logical_stream>(
-        number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); });
+        number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); },
+        std::move(refusal));
     entry->streams.emplace(number, stream);
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
     // before any data. Decided by the session's negotiated version, not the request's

@@ -99,14 +99,17 @@ class logical_stream final : public outbound {
  public:
   /// `store` may be null (JSON answers: nothing to resume). `on_finish` runs once, when
   /// the stream is over (the transport forgets it then).
-  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish)
-      : number_(number), store_(store), on_finish_(std::move(on_finish)) {}
+  /// `refusal`, when not empty, is why tools may not ask the client questions on this
+  /// stream (see `outbound::exchange_refusal`).
+  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish, std::string refusal = {})
+      : number_(number), store_(store), on_finish_(std::move(on_finish)), refusal_(std::move(refusal)) {}
 
   void send(std::string message) override;
   void finish() override;
   /// Ends the attached sink's response (its connection may be reused) but not the
   /// stream: only a stream with a store can be resumed, so without one this does nothing.
   void interrupt() override;
+  [[nodiscard]] std::string exchange_refusal() const override { return refusal_; }
 
   /// Makes `sink` the connection events go to (replacing and ending any previous one).
   /// A `resumed` sink (a GET with Last-Event-ID) is not ended when the stream finishes:
@@ -125,6 +128,7 @@ class logical_stream final : public outbound {
   std::uint64_t number_;
   event_store* store_;
   std::function<void()> on_finish_;
+  std::string refusal_;
   std::shared_ptr<response_sink> sink_;
   bool sink_resumed_ = false;
   std::uint64_t seq_ = 0;
