@@ -9,11 +9,13 @@
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/server/tool_context.hpp>
+#include <droid/application/deadline.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/application/task.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/sampling.hpp>
 #include <droid/domain/mcp/schema.hpp>
 #include <droid/domain/mcp/tool.hpp>
 #include <droid/domain/result.hpp>

@@ -25,6 +25,7 @@ struct server::registry {
   // pages shifts nothing else.
   std::map<std::string, std::shared_ptr<const detail::tool_entry>, std::less<>> tools;
   std::vector<std::weak_ptr<session>> sessions;
+  std::vector<std::function<void(const peer_info&)>> roots_handlers;
 };
 
 server::server(server_info info, server_options options)
@@ -102,6 +103,26 @@ void server::notify_list_changed(std::string_view method) {
   // any thread (or from inside a tool running on that very session).
   for (auto& s : live) {
     asio::post(s->executor(), [s, m = std::string(method)] { s->notify(m); });
+  }
+}
+
+void server::on_roots_list_changed(std::function<void(const peer_info&)> handler) {
+  std::lock_guard lock(registry_->mutex);
+  registry_->roots_handlers.push_back(std::move(handler));
+}
+
+void server::roots_list_changed(const peer_info& peer) const {
+  std::vector<std::function<void(const peer_info&)>> handlers;
+  {
+    std::lock_guard lock(registry_->mutex);
+    handlers = registry_->roots_handlers;
+  }
+  for (auto& h : handlers) {
+    try {
+      h(peer);
+    } catch (const std::exception& e) {
+      log(std::string("roots handler failed: ") + e.what());
+    }
   }
 }
 

@@ -373,6 +373,10 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   if (msg.is_notification()) {
     const std::string& m = msg.method();
     if (m == "notifications/initialized") return;
+    if (m == "notifications/roots/list_changed") {
+      if (s.initialized) s.srv.roots_list_changed(s.peer);
+      return;
+    }
     if (m == "notifications/cancelled") {
       // Unknown, completed or malformed cancellations are ignored (RELIABILITY 2.28).
       if (auto id = cancelled_id(msg.params())) {

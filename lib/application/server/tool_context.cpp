@@ -46,6 +46,41 @@ exchange_awaiter tool_context::exchange(std::string method, const boost::json::o
   return exchange(std::move(method), ir::to_json_text(params), std::move(stop));
 }
 
+namespace {
+/// A reply that parsed as JSON but not as the shape MCP promises.
+exchange_error malformed(std::string what) {
+  return exchange_error{make_error_code(errc::peer_error), 0, "the client's answer was malformed: " + what, {}};
+}
+}  // namespace
+
+task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request request, std::stop_token stop) {
+  using outcome = exchange_outcome<sampling_result>;
+  if (!request.tools.empty()) {
+    const boost::json::value* sampling = peer_->capabilities.if_contains("sampling");
+    if (!sampling || !sampling->is_object() || !sampling->get_object().contains("tools"))
+      co_return outcome(exchange_error{make_error_code(errc::exchange_refused), 0,
+                                       "the client did not declare `sampling.tools` in initialize, so a sampling "
+                                       "request cannot offer tools",
+                                       {}});
+  }
+  exchange_result answer = co_await exchange("sampling/createMessage", to_json(request), std::move(stop));
+  if (!answer) co_return outcome(answer.error());
+  sampling_result result;
+  std::string error;
+  if (!from_json(answer.value(), result, error)) co_return outcome(malformed(error));
+  co_return outcome(std::move(result));
+}
+
+task<exchange_outcome<std::vector<root>>> tool_context::list_roots(std::stop_token stop) {
+  using outcome = exchange_outcome<std::vector<root>>;
+  exchange_result answer = co_await exchange("roots/list", std::string("{}"), std::move(stop));
+  if (!answer) co_return outcome(answer.error());
+  std::vector<root> roots;
+  std::string error;
+  if (!from_json(answer.value(), roots, error)) co_return outcome(malformed(error));
+  co_return outcome(std::move(roots));
+}
+
 exchange_awaiter::exchange_awaiter(detail::request_channel& channel, std::string method, std::string params_json,
                                    std::stop_token call_stop, std::stop_token extra_stop)
     : channel_(&channel),

@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <droid/application/deadline.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -33,6 +34,10 @@ struct fixture {
   std::stop_source own_stop;  // the tool's own token, for the "tool gives up" exit
   std::string outcome;        // what the tool saw
   std::error_code condition;
+  bool with_tools = false;
+  std::stop_token deadline_token;
+  std::chrono::milliseconds deadline{3'600'000};
+  std::string roots_changed_by;
 
   explicit fixture(const std::string& capabilities = R"({"sampling":{},"roots":{}})") {
     srv.tool("ask", "Asks the client to sample", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
@@ -46,6 +51,34 @@ struct fixture {
       outcome = droid::ir::to_json_text(answer.value());
       co_return droid::tool_result::text(outcome);
     });
+    srv.tool("summarize", "Samples with a system prompt", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      droid::sampling_request request;
+      request.messages.push_back(droid::sampling_message::user_text("hello"));
+      request.system_prompt = "be brief";
+      request.max_tokens = 10;
+      request.preferences = droid::model_preferences{{"claude"}, 0.2, {}, 0.9};
+      if (with_tools) request.tools.push_back(boost::json::object{{"name", "t"}});
+      auto answer = co_await ctx.sample(std::move(request));
+      if (!answer) {
+        condition = answer.error().condition;
+        co_return "error: " + answer.error().message;
+      }
+      co_return answer->text() + " by " + answer->model;
+    });
+    srv.tool("roots", "Lists roots", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto roots = co_await ctx.list_roots();
+      if (!roots) co_return "error: " + roots.error().message;
+      std::string out;
+      for (const droid::root& r : roots.value()) out += r.uri + "(" + r.name + ") ";
+      co_return out;
+    });
+    srv.tool("patient", "Asks with a 1 h deadline", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      droid::deadline limit(ctx.executor(), deadline);
+      deadline_token = limit.token();
+      auto answer = co_await ctx.exchange("roots/list", std::string("{}"), limit.token());
+      co_return answer ? "answered" : "gave up: " + answer.error().message;
+    });
+    srv.on_roots_list_changed([this](const droid::peer_info& p) { roots_changed_by = p.client_info.at("name").as_string().c_str(); });
     s = droid::session::create(srv, io.get_executor(), out);
     feed(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":)" +
          capabilities + R"(,"clientInfo":{"name":"t","version":"1"}}})");
@@ -206,5 +239,77 @@ TEST_SUITE("application/exchange") {
       CHECK(f.out->sent.empty());
     }
     CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("sample sends MCP's sampling shape and reads the model's answer") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"summarize"}})");
+    const auto question = f.out->pop();
+    const auto& p = question.at("params");
+    CHECK(p.at("maxTokens") == 10);
+    CHECK(p.at("systemPrompt") == "be brief");
+    CHECK(p.at("messages").at(0).at("content").at("text") == "hello");
+    CHECK(p.at("modelPreferences").at("hints").at(0).at("name") == "claude");
+    CHECK(p.at("modelPreferences").at("costPriority") == 0.2);
+    CHECK(p.at("modelPreferences").at("intelligencePriority") == 0.9);
+    CHECK_FALSE(p.as_object().contains("tools"));
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m1","stopReason":"endTurn"}})");
+    CHECK(f.out->pop().at("result").at("content").at(0).at("text") == "hi by m1");
+  }
+
+  TEST_CASE("sampling with tools needs the client's sampling.tools") {
+    fixture f;  // declares sampling without tools
+    f.with_tools = true;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"summarize"}})");
+    REQUIRE(f.out->sent.size() == 1);
+    CHECK(f.condition == droid::errc::exchange_refused);
+    CHECK(std::string(f.out->pop().at("result").at("content").at(0).at("text").as_string()).find("sampling.tools") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a malformed sampling answer is a peer error, not a crash") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"summarize"}})");
+    (void)f.out->pop();
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"role":"assistant"}})");
+    CHECK(f.condition == droid::errc::peer_error);
+  }
+
+  TEST_CASE("list_roots reads the client's roots") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"roots"}})");
+    CHECK(f.out->pop().at("method") == "roots/list");
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"roots":[{"uri":"file:///a","name":"A"},{"uri":"file:///b"}]}})");
+    CHECK(f.out->pop().at("result").at("content").at(0).at("text") == "file:///a(A) file:///b() ");
+  }
+
+  TEST_CASE("a deadline's token cancels the question when it expires, and tells the peer") {
+    fixture f;
+    f.deadline = std::chrono::milliseconds(20);
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"patient"}})");
+    (void)f.out->pop();
+    CHECK(f.s->outstanding_exchanges() == 1);
+    // The one wall-clock wait in these tests: a 20 ms steady_timer inside droid::deadline.
+    for (int i = 0; i < 200 && f.s->in_flight() > 0; ++i) f.io.run_one_for(std::chrono::milliseconds(10));
+    CHECK(f.s->outstanding_exchanges() == 0);
+    REQUIRE(f.out->sent.size() == 2);
+    CHECK(f.out->pop().at("method") == "notifications/cancelled");
+    CHECK(std::string(f.out->pop().at("result").at("content").at(0).at("text").as_string()).rfind("gave up", 0) == 0);
+  }
+
+  TEST_CASE("an unexpired deadline leaves the question alone") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"patient"}})");
+    (void)f.out->pop();
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"roots":[]}})");
+    CHECK(f.out->pop().at("result").at("content").at(0).at("text") == "answered");
+    CHECK_FALSE(f.deadline_token.stop_requested());
+  }
+
+  TEST_CASE("notifications/roots/list_changed reaches the server's subscribers") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/roots/list_changed"})");
+    CHECK(f.roots_changed_by == "t");
+    CHECK(f.out->sent.empty());
   }
 }

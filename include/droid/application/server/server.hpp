@@ -30,6 +30,7 @@
 #include <boost/json/object.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include <droid/application/server/peer_info.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
@@ -233,6 +234,15 @@ class server {
   bool remove_tool(std::string_view name);
 
   [[nodiscard]] std::size_t tool_count() const;
+
+  /// Calls `handler(peer)` when a client says its roots changed
+  /// (`notifications/roots/list_changed`). Why a callback and not a re-list here: asking
+  /// needs a stream to the client, which a tool's request has; a typical handler marks
+  /// the roots stale so the next tool call re-lists them with `ctx.list_roots()`.
+  /// Affinity: called on the session's shard.
+  void on_roots_list_changed(std::function<void(const peer_info&)> handler);
+  /// Engine-facing: runs the roots handlers.
+  void roots_list_changed(const peer_info& peer) const;
   [[nodiscard]] const server_info& info() const noexcept { return info_; }
   [[nodiscard]] const server_options& options() const noexcept { return options_; }
 

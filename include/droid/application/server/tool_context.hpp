@@ -17,6 +17,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <asio/any_io_executor.hpp>
 
@@ -24,6 +25,7 @@
 #include <boost/json/value.hpp>
 
 #include <droid/application/server/peer_info.hpp>
+#include <droid/domain/mcp/sampling.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
@@ -43,29 +45,35 @@ struct exchange_error {
   std::string data{};
 };
 
-/// The outcome of `co_await ctx.exchange(...)`: the peer's result, or why there is none.
+/// The outcome of asking the peer something: its answer as a `T`, or why there is none.
 ///
 /// Why a value and not an exception: a declined question, a cancelled call and a client
 /// that went away are expected outcomes a tool reacts to (usually by returning an error
 /// result), not failures of the tool itself.
-class exchange_result {
+template <class T>
+class exchange_outcome {
  public:
-  exchange_result() = default;
-  explicit exchange_result(boost::json::value v) : value_(std::move(v)), ok_(true) {}
-  explicit exchange_result(exchange_error e) : error_(std::move(e)) {}
+  exchange_outcome() = default;
+  explicit exchange_outcome(T v) : value_(std::move(v)), ok_(true) {}
+  explicit exchange_outcome(exchange_error e) : error_(std::move(e)) {}
 
   [[nodiscard]] explicit operator bool() const noexcept { return ok_; }
   [[nodiscard]] bool has_value() const noexcept { return ok_; }
-  /// The peer's `result`. Precondition: `has_value()`.
-  [[nodiscard]] const boost::json::value& value() const noexcept { return value_; }
-  /// Why there is no result. Precondition: `!has_value()`.
+  /// The answer. Precondition: `has_value()`.
+  [[nodiscard]] const T& value() const noexcept { return value_; }
+  [[nodiscard]] T& value() noexcept { return value_; }
+  [[nodiscard]] const T* operator->() const noexcept { return &value_; }
+  /// Why there is no answer. Precondition: `!has_value()`.
   [[nodiscard]] const exchange_error& error() const noexcept { return error_; }
 
  private:
-  boost::json::value value_{};
+  T value_{};
   exchange_error error_{};
   bool ok_ = false;
 };
+
+/// The outcome of `co_await ctx.exchange(...)`: the peer's `result` as JSON.
+using exchange_result = exchange_outcome<boost::json::value>;
 
 namespace detail {
 
@@ -210,6 +218,14 @@ class tool_context {
   /// The same with params as a JSON object.
   [[nodiscard]] exchange_awaiter exchange(std::string method, const boost::json::object& params,
                                           std::stop_token stop = {});
+
+  /// Asks the client's model to complete `request` (`sampling/createMessage`). Refused
+  /// when the client did not declare `sampling` (or `sampling.tools`, when the request
+  /// carries tools).
+  [[nodiscard]] task<exchange_outcome<sampling_result>> sample(sampling_request request, std::stop_token stop = {});
+
+  /// Asks the client for its roots (`roots/list`). Refused when it did not declare `roots`.
+  [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(std::stop_token stop = {});
 
   /// Closes the connection currently carrying this request's event stream, without
   /// ending the request: the client reconnects (GET with `Last-Event-ID`) and receives
