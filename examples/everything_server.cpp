@@ -73,6 +73,12 @@ struct fail_args {
 };
 BOOST_DESCRIBE_STRUCT(fail_args, (), (message))
 
+struct summarize_args {
+  std::string text;
+  int max_tokens = 200;
+};
+BOOST_DESCRIBE_STRUCT(summarize_args, (), (text, max_tokens))
+
 }  // namespace
 
 template <>
@@ -94,6 +100,11 @@ template <>
 struct droid::field_hints<count_args> {
   static constexpr droid::field_hint fields[] = {{"steps", "How many progress steps", true},
                                                  {"interval_ms", "Milliseconds between steps", true}};
+};
+template <>
+struct droid::field_hints<summarize_args> {
+  static constexpr droid::field_hint fields[] = {{"text", "The text to summarize"},
+                                                 {"max_tokens", "Longest summary, in tokens", true}};
 };
 template <>
 struct droid::field_hints<sleep_args> {
@@ -144,6 +155,38 @@ void register_tools(droid::server& server) {
                   co_return droid::tool_result::error("cancelled before finishing");
                 co_return droid::tool_result::text("slept");
               });
+
+  server.tool("summarize", "Asks the client's model (sampling) to summarize a text, within 60 seconds",
+              [](droid::tool_context& ctx, summarize_args args) -> droid::task<droid::tool_result> {
+                droid::sampling_request request;
+                request.messages.push_back(droid::sampling_message::user_text("Summarize briefly:\n" + args.text));
+                request.max_tokens = args.max_tokens;
+                request.system_prompt = "You write one-sentence summaries.";
+                // Nothing bounds an exchange by itself (a person may be approving it);
+                // this tool chooses to give up after a minute.
+                droid::deadline limit(ctx.executor(), std::chrono::seconds(60));
+                auto answer = co_await ctx.sample(std::move(request), limit.token());
+                if (!answer) {
+                  co_return droid::tool_result::error(limit.expired() ? "the client's model did not answer in time"
+                                                                      : answer.error().message);
+                }
+                co_return droid::tool_result::text("summary from " + answer->model + ": " + answer->text());
+              });
+
+  server.tool("roots", "Lists the roots the client exposes (roots/list)",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                auto roots = co_await ctx.list_roots();
+                if (!roots) co_return droid::tool_result::error(roots.error().message);
+                std::string text = std::to_string(roots.value().size()) + " root(s)";
+                for (const droid::root& r : roots.value()) text += "\n" + r.uri + (r.name.empty() ? "" : " (" + r.name + ")");
+                co_return droid::tool_result::text(text);
+              });
+
+  server.on_roots_list_changed([](const droid::peer_info& peer) {
+    std::cerr << "everything-server: the roots of client "
+              << (peer.client_info.contains("name") ? peer.client_info.at("name").as_string().c_str() : "?")
+              << " changed\n";
+  });
 
   server.tool("reconnect", "Closes its event stream, then answers: the client resumes the stream to get the result",
               [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
@@ -200,8 +243,8 @@ int main(int argc, char** argv) {
   info.title = "protocol_droid everything server";
   info.version = droid::version_string;
   info.instructions =
-      "Example tools: echo, add, forecast, count (progress), sleep (cancellable), reconnect (stream resumption), "
-      "fail, client_info.";
+      "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
+      "roots (asks the client's roots), reconnect (stream resumption), fail, client_info.";
   droid::server server(std::move(info));
   register_tools(server);
 
