@@ -632,4 +632,49 @@ TEST_SUITE("adapters/http") {
     CHECK(std::string(v.at("result").at("content").at(0).at("text").as_string()).find("streaming::event_stream") !=
           std::string::npos);
   }
+
+  TEST_CASE("a disconnect while a question is pending is not an end: the client resumes, answers, the tool completes") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    const std::string sid = *c.read_response()->header("mcp-session-id");
+    std::string priming;
+    {
+      raw_connection call(f.port());
+      call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
+                         "Mcp-Session-Id: " + sid + "\r\n"));
+      const std::string head = call.read_until("sampling/createMessage");
+      const auto at = head.find("id: ");
+      REQUIRE(at != std::string::npos);
+      priming = head.substr(at + 4, head.find('\n', at) - at - 4);
+    }  // gone before answering
+    raw_connection resumed(f.port());
+    resumed.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+                 "\r\nLast-Event-ID: " + priming + "\r\n\r\n");
+    std::string again = resumed.read_until("sampling/createMessage");  // the question, replayed
+    again += resumed.read_until("\n\n");
+    CHECK(again.find("\"id\":1099511627776") != std::string::npos);
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"role":"assistant","content":{"type":"text","text":"late"}}})",
+                    "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 202);
+    std::string answer = resumed.read_until("model said");
+    answer += resumed.read_until("\n\n");
+    CHECK(answer.find("\"id\":6") != std::string::npos);
+    CHECK(answer.find("late") != std::string::npos);
+  }
+
+  TEST_CASE("deleting the session releases a pending question") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    const std::string sid = *c.read_response()->header("mcp-session-id");
+    raw_connection call(f.port());
+    call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
+                       "Mcp-Session-Id: " + sid + "\r\n"));
+    (void)call.read_until("sampling/createMessage");
+    c.send("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: " + sid + "\r\n\r\n");
+    CHECK(c.read_response()->status == 200);
+    // The call's stream ends (no response: the session is gone) instead of hanging.
+    CHECK(call.read_until("0\r\n\r\n").find("0\r\n\r\n") != std::string::npos);
+  }
 }
