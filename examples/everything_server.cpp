@@ -225,12 +225,15 @@ int main(int argc, char** argv) {
       http.reply = droid::http::streaming::json;
     } else if (arg == "--stateless") {
       http.stateless = true;
+    } else if (arg == "--legacy-sse") {
+      http.legacy_sse = true;
     } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless]]\n"
+      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
-                   "  --stateless        no sessions: every POST is served on its own\n";
+                   "  --stateless        no sessions: every POST is served on its own\n"
+                   "  --legacy-sse       also serve the 2024-11-05 HTTP+SSE transport at /sse and /messages\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";

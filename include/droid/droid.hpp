@@ -15,6 +15,7 @@
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/elicitation.hpp>
 #include <droid/domain/mcp/sampling.hpp>
 #include <droid/domain/mcp/schema.hpp>
 #include <droid/domain/mcp/tool.hpp>

@@ -20,7 +20,8 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 import {
-  check, Check, checkPinnedSdk, exitWithSummary, loadSdk, notOk, show, sleep, startWatchdog, step, tapWire, textOf, trace,
+  answerExchanges, check, Check, checkPinnedSdk, exchangeCapabilities, exchangeRefusedSteps, exchangeSteps, exitWithSummary,
+  loadSdk, notOk, show, sleep, startWatchdog, step, tapWire, textOf, trace, watchStderr,
 } from './harness.mjs';
 
 const usage = 'usage: node http_client.mjs <path to everything-server> [--json-response | --stateless]';
@@ -33,7 +34,7 @@ if (!serverPath || process.argv.length > 4 || (modeFlag !== undefined && !['--js
 const mode = modeFlag === '--json-response' ? 'json' : modeFlag === '--stateless' ? 'stateless' : 'sse';
 
 // The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
-const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION }] = await loadSdk(
+const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema }] = await loadSdk(
   (specifier) => import(specifier),
   ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js']);
 
@@ -42,6 +43,7 @@ const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LAT
 
 let child;
 let childExit = null; // { code, signal, at } once it has exited
+let serverLog; // the server's stderr, forwarded to ours unchanged (watchStderr)
 function killServer() {
   if (child && childExit === null) try { child.kill('SIGKILL'); } catch { /* already gone */ }
 }
@@ -65,7 +67,8 @@ await checkPinnedSdk(LATEST_PROTOCOL_VERSION, `${serverPath} --http 127.0.0.1:0$
 let url;
 const started = await step('the server starts and prints its URL', async () => {
   const args = ['--http', '127.0.0.1:0', ...(modeFlag ? [modeFlag] : [])];
-  child = spawn(serverPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  child = spawn(serverPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  serverLog = watchStderr(child.stderr);
   child.on('exit', (code, signal) => { childExit = { code, signal, at: Date.now() }; });
   const lines = createInterface({ input: child.stdout });
   url = await new Promise((resolve, reject) => {
@@ -169,10 +172,12 @@ async function rawPost(message, headers) {
 }
 
 const clientInfo = { name: `droid-peer-ts-http-${mode}`, version: '1.0.0' };
-const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } } };
+// Sampling and roots: the client answers the server's requests (the exchange).
+const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } }, ...exchangeCapabilities };
 
 const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: tapFetch });
 const client = new Client(clientInfo, { capabilities: clientCapabilities });
+const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema });
 
 // Everything the SDK finds wrong with the session (unparseable events, failed requests,
 // responses to unknown ids, progress for unknown tokens, ...) arrives here; any of it
@@ -516,6 +521,28 @@ async function runSse() {
     check(info.capabilities?.experimental?.['droid.peerTest']?.marker === 42, `capabilities are ${show(info.capabilities)}`);
   });
 
+  // The exchange: the tools ask the client (sampling/createMessage, roots/list) while the
+  // tools/call is in flight, and the SDK's handlers answer. Over HTTP the question must
+  // come on the tools/call POST's own event stream, and the POST carrying the answer is
+  // accepted with 202.
+  await exchangeSteps({
+    client, wire, state: exchange, clientName: clientInfo.name, serverLog,
+    onAnswered: async (method, request, call, answer) => {
+      const post = exchangeFor((m) => m.id === call.message.id && m.method === 'tools/call');
+      check(post?.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'), `the tools/call POST was answered ${describe(post)}`);
+      for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
+      const messages = sseMessages(post.body);
+      const at = messages.findIndex((m) => m.method === method && m.id === request.message.id);
+      const responseAt = messages.findIndex((m) => m.id === call.message.id && m.method === undefined);
+      check(at >= 0, `${method} (id ${show(request.message.id)}) did not come on the tools/call POST's stream: ${show(post.body)}`);
+      check(responseAt > at, `the tools/call response is not after ${method} on the POST's stream: ${show(post.body)}`);
+      const reply = exchangeFor((m) => m.id === answer.message.id && m.method === undefined && ('result' in m || 'error' in m));
+      check(reply, `the POST carrying our answer to ${show(answer.message.id)} was not seen`);
+      for (let i = 0; i < 100 && reply.status === undefined; ++i) await sleep(10);
+      check(reply.status === 202, `the POST carrying our answer was answered ${describe(reply)}, want 202`);
+    },
+  });
+
   await step('requests were answered with event streams, notifications with 202', async () => {
     repliesAre('text/event-stream');
     const get = exchanges.find((x) => x.method === 'GET');
@@ -606,6 +633,9 @@ async function runJson() {
     console.log(`# onprogress saw ${seen.length} report(s) in JSON mode`);
   });
 
+  // The exchange needs an event stream to ask on: with JSON replies there is none.
+  await exchangeRefusedSteps({ client, wire, state: exchange, setting: 'event_stream', why: 'with JSON replies' });
+
   await step('requests were answered with JSON documents, notifications with 202', async () => {
     repliesAre('application/json');
   });
@@ -640,6 +670,9 @@ async function runStateless() {
   await step('tools/list', listTools);
   await step('echo returns its text unchanged', echo);
   await step('add returns structured content that matches its outputSchema', add);
+
+  // The exchange needs a session to route the answer to: stateless, there is none.
+  await exchangeRefusedSteps({ client, wire, state: exchange, setting: 'stateless', why: 'without sessions' });
 
   await step('the standalone GET stream is refused with 405', async () => {
     // After notifications/initialized the SDK tries GET; 405 tells it there is none.

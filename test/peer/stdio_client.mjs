@@ -11,7 +11,8 @@
 // Set DROID_PEER_TRACE=1 to print every JSON-RPC message on the wire (to stderr).
 
 import {
-  check, Check, checkPinnedSdk, exitWithSummary, loadSdk, show, sleep, startWatchdog, step, tapWire, textOf,
+  answerExchanges, check, Check, checkPinnedSdk, exchangeCapabilities, exchangeSteps, exchangeUndeclaredSteps, exitWithSummary,
+  loadSdk, show, sleep, startWatchdog, step, tapWire, textOf, watchStderr,
 } from './harness.mjs';
 
 const serverPath = process.argv[2];
@@ -21,7 +22,7 @@ if (!serverPath) {
 }
 
 // The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
-const [{ Client }, { StdioClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION }] = await loadSdk(
+const [{ Client }, { StdioClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema }] = await loadSdk(
   (specifier) => import(specifier),
   ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/stdio.js', '@modelcontextprotocol/sdk/types.js']);
 
@@ -32,10 +33,15 @@ await checkPinnedSdk(LATEST_PROTOCOL_VERSION, serverPath);
 
 const clientInfo = { name: 'droid-peer-ts-stdio', version: '1.0.0' };
 // An experimental capability the server has no reason to know: client_info must echo it.
-const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } } };
+// Sampling and roots: the client answers the server's requests (the exchange).
+const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } }, ...exchangeCapabilities };
 
-const transport = new StdioClientTransport({ command: serverPath, args: [], stderr: 'inherit' });
+// The server's stderr is piped and forwarded to ours unchanged, so a step can wait for a
+// line the server logs.
+const transport = new StdioClientTransport({ command: serverPath, args: [], stderr: 'pipe' });
+const serverLog = watchStderr(transport.stderr);
 const client = new Client(clientInfo, { capabilities: clientCapabilities });
+const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema });
 
 // Everything the SDK finds wrong with the session (unparseable lines, responses to unknown
 // ids, progress for unknown tokens, ...) arrives here; any of it fails the run.
@@ -48,10 +54,14 @@ client.onerror = (error) => {
 // Every JSON-RPC message both ways, tapped before connect() so initialize is seen too.
 const wire = tapWire(transport);
 
-// Never hang: whatever goes wrong, give up after 60 s and kill the server.
+// A second session, started near the end, whose client declares neither sampling nor roots.
+let bareTransport;
+
+// Never hang: whatever goes wrong, give up after 60 s and kill the servers.
 startWatchdog(() => {
-  const pid = transport.pid;
-  if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+  for (const pid of [transport.pid, bareTransport?.pid]) {
+    if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
 });
 
 const connected = await step('initialize', async () => {
@@ -234,6 +244,10 @@ if (connected) {
     check(info.clientInfo?.version === clientInfo.version, `clientInfo is ${show(info.clientInfo)}`);
     check(info.capabilities?.experimental?.['droid.peerTest']?.marker === 42, `capabilities are ${show(info.capabilities)}`);
   });
+
+  // The exchange: the tools ask the client (sampling/createMessage, roots/list) while the
+  // tools/call is in flight, and the SDK's handlers answer.
+  await exchangeSteps({ client, wire, state: exchange, clientName: clientInfo.name, serverLog });
 }
 
 await step('close: the server exits on end of input', async () => {
@@ -254,6 +268,27 @@ await step('close: the server exits on end of input', async () => {
   check(exit.code === 0, `the server exited with status ${exit.code}`);
   console.log(`# server (pid ${pid}) exited with status 0 ${exit.at - started} ms after close()`);
 });
+
+// A client that declared neither sampling nor roots: the server must not ask it, and the
+// tools say which capability was missing.
+if (connected) {
+  const bareInfo = { name: 'droid-peer-ts-stdio-bare', version: '1.0.0' };
+  bareTransport = new StdioClientTransport({ command: serverPath, args: [], stderr: 'inherit' });
+  const bare = new Client(bareInfo, { capabilities: {} });
+  bare.onerror = (error) => {
+    protocolErrors.push(`(client without sampling) ${error?.message ?? String(error)}`);
+    console.error(`# client without sampling: onerror (checked at the end): ${error?.message ?? error}`);
+  };
+  const bareWire = tapWire(bareTransport);
+  const bareConnected = await step('a second client, without sampling or roots, connects', async () => {
+    await bare.connect(bareTransport);
+    check(bare.getServerVersion()?.name === 'everything-server', `serverInfo is ${show(bare.getServerVersion())}`);
+  });
+  if (bareConnected) await exchangeUndeclaredSteps({ client: bare, wire: bareWire });
+  await step('the second client closes', async () => {
+    await bare.close();
+  });
+}
 
 await step('no protocol errors', async () => {
   check(protocolErrors.length === 0, `the SDK reported: ${show(protocolErrors)}`);

@@ -69,6 +69,8 @@ struct call final : detail::request_channel {
   std::shared_ptr<outbound> stream;
   std::stop_source stop;
   bool cancelled = false;
+  /// The stream was given for this request alone and ends with it.
+  bool finish_stream = false;
   std::optional<tool_context> context;
 };
 
@@ -359,9 +361,12 @@ void session::route_answer(ir::message msg) {
 
 void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   impl& s = *impl_;
+  // Every request ends the stream it was given exactly once, however it ends. The
+  // session's own outbound (stdout, a legacy event stream) serves every request and is
+  // never ended by one.
+  const bool own_stream = stream != nullptr;
   if (!stream) stream = s.out;
-  // Every request ends its stream exactly once, however it ends.
-  stream_finisher done{msg.is_request() && stream ? stream.get() : nullptr};
+  stream_finisher done{msg.is_request() && own_stream ? stream.get() : nullptr};
   if (s.closed) return;
   outbound* to = stream.get();
 
@@ -430,6 +435,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   }
 
   auto c = std::make_unique<call>(*this, s, id, stream);
+  c->finish_stream = own_stream;
   call& record = *c;
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
@@ -459,9 +465,10 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
           auto it = st.in_flight.find(id);
           if (it == st.in_flight.end()) return;
           const bool silent = it->second->cancelled;
+          const bool finish = it->second->finish_stream;
           const std::shared_ptr<outbound> to = std::move(it->second->stream);
           st.in_flight.erase(it);
-          stream_finisher done{to.get()};
+          stream_finisher done{finish ? to.get() : nullptr};
           if (silent) return;
           if (failure) {
             // The dispatcher turns tool exceptions into results, so this is a handler of

@@ -240,7 +240,6 @@ struct droid::elicit_hints<sep1330_form> {
   };
 };
 
-// clang-format off
 template <> struct droid::elicit_hints<misuse<1>> { static constexpr droid::elicit_field fields[] = {{.name = "txt"}}; };
 template <> struct droid::elicit_hints<misuse<2>> { static constexpr droid::elicit_field fields[] = {{.name = "text"}, {.name = "text"}}; };
 template <> struct droid::elicit_hints<misuse<3>> { static constexpr droid::elicit_field fields[] = {{.name = "text", .format = "phone"}}; };
@@ -256,7 +255,6 @@ template <> struct droid::elicit_hints<misuse<12>> { static constexpr droid::eli
 template <> struct droid::elicit_hints<misuse<13>> { static constexpr droid::elicit_field fields[] = {{.name = "ratio", .maximum = std::numeric_limits<double>::infinity()}}; };
 template <> struct droid::elicit_hints<misuse<14>> { static constexpr droid::elicit_field fields[] = {{.name = "count", .defaulted = true, .minimum = 1}}; };
 template <> struct droid::elicit_hints<misuse<15>> { static constexpr droid::elicit_field fields[] = {{.name = "tags", .max_items = 1}, {.name = "ratio", .minimum = 1}}; };
-// clang-format on
 
 namespace {
 
@@ -392,7 +390,7 @@ TEST_SUITE("domain/mcp/elicitation") {
           R"("titledSingle":{"type":"string","description":"Select one option with titles",)"
           R"("oneOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},)"
           R"({"const":"value3","title":"Third Option"}]},)"
-          R"("legacyEnum":{"type":"string","description":"Select one option (legacy)",)"
+          R"j("legacyEnum":{"type":"string","description":"Select one option (legacy)",)j"
           R"("enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},)"
           R"("untitledMulti":{"type":"array","description":"Select multiple options","minItems":1,"maxItems":3,)"
           R"("items":{"type":"string","enum":["option1","option2","option3"]}},)"

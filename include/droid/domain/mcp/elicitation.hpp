@@ -31,7 +31,7 @@
 /// ## What a form may hold (MCP 2025-11-25 `PrimitiveSchemaDefinition`)
 /// | member type                         | property                                          |
 /// |-------------------------------------|---------------------------------------------------|
-/// | `std::string`                       | `string`, with `minLength`/`maxLength`/`format`    |
+/// | `std::string`                       | `string`, with `minLength`/`maxLength`/`format`   |
 /// | integers                            | `integer`, with `minimum`/`maximum`               |
 /// | `float`, `double`                   | `number`, with `minimum`/`maximum`                |
 /// | `bool`                              | `boolean`                                         |
@@ -315,18 +315,20 @@ boost::json::array enum_names() {
 template <class E>
 std::vector<std::string_view> enum_title_list(std::string_view member) {
   const std::string where = " (member " + quoted(member) + ")";
-  for (const auto& [value, title] : enum_titles<E>::titles) {
+  // `.first`, not a structured binding: clang 14 cannot capture one in a lambda.
+  for (const auto& entry : enum_titles<E>::titles) {
     bool known = false;
-    boost::mp11::mp_for_each<boost::describe::describe_enumerators<E>>([&](auto d) { known = known || d.value == value; });
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<E>>(
+        [&](auto d) { known = known || d.value == entry.first; });
     if (!known)
       throw std::invalid_argument("droid: enum_titles titles a value that is not a described enumerator" + where);
   }
   std::vector<std::string_view> out;
   boost::mp11::mp_for_each<boost::describe::describe_enumerators<E>>([&](auto d) {
     std::size_t count = 0;
-    for (const auto& [value, title] : enum_titles<E>::titles) {
-      if (value != d.value) continue;
-      if (count++ == 0) out.push_back(title);
+    for (const auto& entry : enum_titles<E>::titles) {
+      if (entry.first != d.value) continue;
+      if (count++ == 0) out.push_back(entry.second);
     }
     if (count == 0) throw std::invalid_argument("droid: enum_titles gives no title for " + quoted(d.name) + where);
     if (count > 1) throw std::invalid_argument("droid: enum_titles gives " + quoted(d.name) + " two titles" + where);
@@ -349,6 +351,15 @@ boost::json::array titled_options(std::string_view member) {
   return options;
 }
 
+/// Compiles only for a member type a form can hold; the compiler's note names `M`.
+template <class M>
+constexpr void require_flat() {
+  static_assert(form_kind_of<form_value_t<M>>() != form_kind::unsupported,
+                "droid: elicitation forms are flat: a member must be bool, an integer, float or double, "
+                "std::string, a described enum, a std::vector of a described enum, or a std::optional of one of "
+                "these (no nested structs, maps or other vectors)");
+}
+
 /// The property schema of member `member` of type `M`; `initial` is its value in a
 /// value-initialised struct (the `default`, when hinted so).
 template <class M>
@@ -357,10 +368,7 @@ boost::json::object form_property(const elicit_field* h, const M& initial, std::
   constexpr form_kind k = form_kind_of<V>();
   boost::json::object p;
   if constexpr (k == form_kind::unsupported) {
-    static_assert(sizeof(M) == 0,
-                  "droid: elicitation forms are flat: a member must be bool, an integer, float or double, "
-                  "std::string, a described enum, a std::vector of a described enum, or a std::optional of one of "
-                  "these (no nested structs, maps or other vectors)");
+    require_flat<M>();
   } else {
     if (h) check_hint_fits<V>(*h);
     if constexpr (k == form_kind::boolean) p["type"] = "boolean";
@@ -480,36 +488,40 @@ template <class T>
 /// full ones are the client's job; check what the tool relies on itself.
 template <class T>
 [[nodiscard]] bool decode_elicited(const ir::json_node& content, T& out, std::string& error) {
-  static_assert(detail::described_struct<T>,
-                "droid: decode_elicited needs a struct described with BOOST_DESCRIBE_STRUCT");
-  if (content.kind() != ir::json_node::type::object) {
-    error = "`content`: expected an object, got " + std::string(content.kind_name());
+  if constexpr (!detail::described_struct<T>) {
+    static_assert(sizeof(T) == 0, "droid: decode_elicited needs a struct described with BOOST_DESCRIBE_STRUCT");
     return false;
-  }
-  bool ok = true;
-  boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) {
-    if (!ok) return;
-    using M = detail::member_t<T, decltype(d)>;
-    const elicit_field* h = detail::find_elicit_hint<T>(d.name);
-    const std::string path(d.name);
-    ir::json_node m;
-    if (!content.find(d.name, m)) {
-      if (!detail::is_optional<M>::value && !(h && h->defaulted)) {
-        error = "`" + path + "` is required";
-        ok = false;
+  } else {
+    if (content.kind() != ir::json_node::type::object) {
+      error = "`content`: expected an object, got " + std::string(content.kind_name());
+      return false;
+    }
+    bool ok = true;
+    boost::mp11::mp_for_each<detail::public_members<T>>([&](auto d) {
+      if (!ok) return;
+      using M = detail::member_t<T, decltype(d)>;
+      detail::require_flat<M>();
+      const elicit_field* h = detail::find_elicit_hint<T>(d.name);
+      const std::string path(d.name);
+      ir::json_node m;
+      if (!content.find(d.name, m)) {
+        if (!detail::is_optional<M>::value && !(h && h->defaulted)) {
+          error = "`" + path + "` is required";
+          ok = false;
+        }
+        return;
       }
-      return;
-    }
-    auto& member = out.*d.pointer;
-    ok = detail::decode_value(m, member, path, error);
-    if (!ok || !h) return;
-    if constexpr (detail::is_optional<M>::value) {
-      if (member) ok = detail::keeps_hints(*member, *h, path, error);
-    } else {
-      ok = detail::keeps_hints(member, *h, path, error);
-    }
-  });
-  return ok;
+      auto& member = out.*d.pointer;
+      ok = detail::decode_value(m, member, path, error);
+      if (!ok || !h) return;
+      if constexpr (detail::is_optional<M>::value) {
+        if (member) ok = detail::keeps_hints(*member, *h, path, error);
+      } else {
+        ok = detail::keeps_hints(member, *h, path, error);
+      }
+    });
+    return ok;
+  }
 }
 
 /// The same for `content` as a JSON value, the shape `tool_context::exchange` answers in.

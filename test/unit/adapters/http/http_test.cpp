@@ -677,4 +677,78 @@ TEST_SUITE("adapters/http") {
     // The call's stream ends (no response: the session is gone) instead of hanging.
     CHECK(call.read_until("0\r\n\r\n").find("0\r\n\r\n") != std::string::npos);
   }
+
+  TEST_CASE("legacy HTTP+SSE: the stream names the endpoint, POSTs get 202 and answers travel on the stream") {
+    droid::http::options o;
+    o.legacy_sse = true;
+    server_fixture f(o);
+    raw_connection stream(f.port());
+    stream.send("GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
+    std::string head = stream.read_until("event: endpoint\ndata: ");
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    const std::string endpoint = stream.read_until("\n");
+    REQUIRE(endpoint.rfind("/messages?sessionId=", 0) == 0);
+    const std::string path = endpoint.substr(0, endpoint.size() - 1);
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{"sampling":{}},"clientInfo":{"name":"old","version":"1"}}})",
+                    {}, path));
+    CHECK(c.read_response()->status == 202);
+    std::string answer = stream.read_until("2024-11-05");
+    answer += stream.read_until("\n\n");
+    CHECK(answer.find("\"id\":0") != std::string::npos);
+    // The exchange works over it through the same table.
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}})", {}, path));
+    CHECK(c.read_response()->status == 202);
+    (void)stream.read_until("sampling/createMessage");
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"role":"assistant","content":{"type":"text","text":"old"}}})",
+                    {}, path));
+    CHECK(c.read_response()->status == 202);
+    std::string result = stream.read_until("model said");
+    result += stream.read_until("\n\n");
+    CHECK(result.find("\"id\":1") != std::string::npos);
+    // A legacy session is not a Streamable HTTP session.
+    const std::string sid = path.substr(path.find('=') + 1);
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 404);
+  }
+
+  TEST_CASE("legacy HTTP+SSE: unknown, missing and malformed sessions; the session ends with its stream (A12)") {
+    droid::http::options o;
+    o.legacy_sse = true;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string ping = R"({"jsonrpc":"2.0","id":2,"method":"ping"})";
+    c.send(mcp_post(ping, {}, "/messages?sessionId=unknown"));
+    CHECK(c.read_response()->status == 404);
+    c.send(mcp_post(ping, {}, "/messages"));
+    CHECK(c.read_response()->status == 400);
+    c.send(mcp_post(ping, {}, "/messages?sessionId=has%20space%7F"));
+    CHECK(c.read_response()->status == 404);
+    std::string path;
+    {
+      raw_connection stream(f.port());
+      stream.send("GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
+      (void)stream.read_until("data: ");
+      path = stream.read_until("\n");
+      path.pop_back();
+      CHECK(f.listener->sessions() == 1);
+    }  // the client hangs up
+    for (int i = 0; i < 50 && f.listener->sessions() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(f.listener->sessions() == 0);  // within a second
+    c.send(mcp_post(ping, {}, path));
+    CHECK(c.read_response()->status == 404);
+  }
+
+  TEST_CASE("legacy HTTP+SSE paths are off unless enabled, and checked for Host like the rest") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n");
+    CHECK(c.read_response()->status == 404);
+    droid::http::options o;
+    o.legacy_sse = true;
+    server_fixture g(o);
+    raw_connection d(g.port());
+    d.send("GET /sse HTTP/1.1\r\nHost: evil.com\r\nAccept: text/event-stream\r\n\r\n");
+    CHECK(d.read_response()->status == 403);
+  }
 }

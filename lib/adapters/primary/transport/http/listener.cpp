@@ -78,6 +78,8 @@ struct session_entry {
   std::atomic<std::uint64_t> next_stream{0};
   /// A GET is attached to the standalone stream.
   std::atomic<bool> has_standalone{false};
+  /// A session of the legacy HTTP+SSE transport (reachable only through its paths).
+  bool legacy = false;
 
   // ---- the session's shard only -------------------------------------------------------
   /// Every event of the session, for resumption (null in JSON mode: nothing to resume).
@@ -316,9 +318,28 @@ class connection : public std::enable_shared_from_this<connection> {
   task<bool> handle_post(detail::request& req);
   task<bool> handle_get(detail::request& req);
   task<bool> handle_delete(detail::request& req);
+  task<bool> handle_legacy_stream(detail::request& req);
+  task<bool> handle_legacy_message(detail::request& req);
+  /// Watches an event-stream connection for the client hanging up (it sends nothing
+  /// more on it), so the stream ends at once instead of at the next keep-alive write.
+  void watch_for_close(const std::shared_ptr<detail::response_sink>& sink) {
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), sink](const std::error_code& ec) {
+      if (ec) return;
+      char byte;
+      std::error_code peek_ec;
+      const std::size_t n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+      if (n == 0 || peek_ec) {
+        sink->kill();
+        return;
+      }
+      self->watch_for_close(sink);  // the client sent something; keep watching (it stays unread)
+    });
+  }
   task<bool> serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers);
+  /// Writes an event-stream response from `sink` until it finishes. `headers_sent`: the
+  /// caller already wrote the head (the legacy transport, which starts with its endpoint).
   task<bool> serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers,
-                          bool standalone);
+                          bool standalone, bool headers_sent = false);
   std::shared_ptr<detail::response_sink> make_sink() {
     auto sink = std::make_shared<detail::response_sink>(socket_.get_executor(), l_.opts.max_queued_bytes);
     // A client that stops reading: close its connection rather than queue without
@@ -420,7 +441,9 @@ task<void> connection::run() {
 task<bool> connection::handle(detail::request& req) {
   const std::string_view target = req.target;
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path != l_.opts.path) co_return co_await reply(404, "text/plain", "not found\n");
+  const bool legacy_sse = l_.opts.legacy_sse && path == l_.opts.legacy_sse_path;
+  const bool legacy_messages = l_.opts.legacy_sse && path == l_.opts.legacy_messages_path;
+  if (path != l_.opts.path && !legacy_sse && !legacy_messages) co_return co_await reply(404, "text/plain", "not found\n");
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
   // Origin; both are checked before anything else can run (RELIABILITY A1, A2).
@@ -430,6 +453,14 @@ task<bool> connection::handle(detail::request& req) {
   if (!host_ok || req.count("origin") > 1 || !detail::origin_allowed(req.find("origin"), l_.opts.allowed_origins))
     co_return co_await reply_rpc_error(403, ir::errc::invalid_request, "Forbidden: Host or Origin not allowed");
 
+  if (legacy_sse) {
+    if (req.method == "GET") co_return co_await handle_legacy_stream(req);
+    co_return co_await reply(405, "text/plain", "method not allowed\n", false, "Allow: GET\r\n");
+  }
+  if (legacy_messages) {
+    if (req.method == "POST") co_return co_await handle_legacy_message(req);
+    co_return co_await reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
+  }
   if (req.method == "POST") co_return co_await handle_post(req);
   if (req.method == "GET") co_return co_await handle_get(req);
   if (req.method == "DELETE") co_return co_await handle_delete(req);
@@ -505,6 +536,7 @@ task<bool> connection::handle_post(detail::request& req) {
         co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
                                            "Bad Request: Mcp-Session-Id header is required");
       entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+      if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
       if (!entry)
         co_return co_await reply_rpc_error(404, ir::errc::invalid_request,
                                            "Not Found: unknown or ended session; initialize a new one");
@@ -580,13 +612,15 @@ task<bool> connection::serve_json(const std::shared_ptr<detail::response_sink>& 
 }
 
 task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra,
-                                    bool standalone) {
-  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     "Transfer-Encoding: chunked\r\n";
-  head += extra;
-  head += "\r\n";
+                                    bool standalone, bool headers_sent) {
+  std::string out;
+  if (!headers_sent) {
+    out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+          "Transfer-Encoding: chunked\r\n";
+    out += extra;
+    out += "\r\n";
+  }
   std::string events;
-  std::string out = std::move(head);
   for (;;) {
     for (detail::sse_event& e : sink->drain()) {
       if (e.data.empty()) {
@@ -631,6 +665,7 @@ task<bool> connection::handle_get(detail::request& req) {
   if (!sid)
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
   auto entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+  if (entry && entry->legacy) entry = nullptr;
   if (!entry)
     co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
 
@@ -700,11 +735,93 @@ task<bool> connection::handle_delete(detail::request& req) {
   const std::string* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
-  auto entry = detail::valid_session_id(*sid) ? l_.sessions.erase(*sid) : nullptr;
+  auto found = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+  auto entry = found && !found->legacy ? l_.sessions.erase(*sid) : nullptr;
   if (!entry)
     co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
   end_session(entry);
   co_return co_await reply(200, {}, {});
+}
+
+task<bool> connection::handle_legacy_stream(detail::request& req) {
+  const std::string* accept = req.find("accept");
+  if (accept && !detail::accepts(*accept, "text/event-stream"))
+    co_return co_await reply_rpc_error(406, ir::errc::invalid_request,
+                                       "Not Acceptable: Accept must include text/event-stream");
+  // The session begins with its stream and ends with it: in this transport the stream is
+  // the only way anything reaches the client.
+  auto entry = std::make_shared<session_entry>();
+  entry->id = detail::new_session_id();
+  entry->legacy = true;
+  entry->executor = socket_.get_executor();
+  entry->s = session::create(l_.srv, entry->executor, nullptr);
+  entry->standalone = std::make_shared<detail::logical_stream>(0, nullptr, nullptr);
+  entry->s->set_outbound(entry->standalone);
+  entry->last_used = now_ns();
+  entry->active = 1;
+  if (!l_.sessions.insert(entry, l_.opts.max_sessions))
+    co_return co_await reply_rpc_error(503, ir::errc::internal_error,
+                                       "Service Unavailable: too many sessions, try again later");
+  auto sink = make_sink();
+  entry->standalone->attach(sink);
+  // The endpoint event tells the client where to POST; relative, so it resolves against
+  // whatever host name the client used.
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string endpoint =
+      "event: endpoint\ndata: " + l_.opts.legacy_messages_path + "?sessionId=" + entry->id + "\n\n";
+  char size[20];
+  const int len = std::snprintf(size, sizeof size, "%zx\r\n", endpoint.size());
+  head.append(size, static_cast<std::size_t>(len));
+  head += endpoint;
+  head += "\r\n";
+  bool keep = false;
+  if (co_await write(std::move(head))) {
+    watch_for_close(sink);
+    keep = co_await serve_events(sink, {}, true, true);
+    std::error_code ignored;
+    socket_.cancel(ignored);  // drops the close watch, which holds this connection
+  }
+  // The stream is gone: so is the session (RELIABILITY A12).
+  if (auto gone = l_.sessions.erase(entry->id)) end_session(gone);
+  co_return keep && false;  // an event stream's connection is not reused
+}
+
+task<bool> connection::handle_legacy_message(detail::request& req) {
+  const std::string_view target = req.target;
+  const auto query = target.find('?');
+  std::string_view sid;
+  if (query != std::string_view::npos) {
+    std::string_view q = target.substr(query + 1);
+    while (!q.empty()) {
+      const auto amp = q.find('&');
+      const std::string_view pair = q.substr(0, amp);
+      if (pair.starts_with("sessionId=")) sid = pair.substr(10);
+      q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    }
+  }
+  if (sid.empty() || !detail::valid_session_id(sid))
+    co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: sessionId is missing or malformed");
+  auto entry = l_.sessions.find(sid);
+  if (!entry || !entry->legacy)
+    co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  const std::string* content_type = req.find("content-type");
+  if (!content_type || !detail::media_type_is(*content_type, "application/json"))
+    co_return co_await reply_rpc_error(415, ir::errc::invalid_request,
+                                       "Unsupported Media Type: Content-Type must be application/json");
+  auto decoded = ir::decode(std::move(req.body));
+  if (auto* why = std::get_if<ir::rejection>(&decoded)) {
+    if (!why->answer) co_return co_await reply(202, {}, {});
+    std::string body;
+    ir::append_error(body, why->id, static_cast<std::int64_t>(why->code), why->message);
+    co_return co_await reply(400, "application/json", body);
+  }
+  entry->last_used = now_ns();
+  // Everything the session says (the answer included) goes on its event stream.
+  asio::dispatch(entry->executor, [s = entry->s, m = std::get<ir::message>(std::move(decoded))]() mutable {
+    s->receive(std::move(m));
+  });
+  co_return co_await reply(202, {}, {});
 }
 
 }  // namespace

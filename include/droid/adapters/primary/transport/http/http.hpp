@@ -63,6 +63,13 @@ struct options {
   bool stateless = false;
   /// Allow GET (the standalone event stream); when false GET gets 405.
   bool standalone_stream = true;
+  /// Also serve the legacy HTTP+SSE transport (MCP 2024-11-05): GET `legacy_sse_path`
+  /// opens the session's event stream and names the POST URL in an `endpoint` event;
+  /// POST `legacy_messages_path?sessionId=...` carries each message (answered with 202,
+  /// the answers travel on the event stream). For clients that predate Streamable HTTP.
+  bool legacy_sse = false;
+  std::string legacy_sse_path = "/sse";
+  std::string legacy_messages_path = "/messages";
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
