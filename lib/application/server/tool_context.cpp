@@ -46,12 +46,54 @@ exchange_awaiter tool_context::exchange(std::string method, const boost::json::o
   return exchange(std::move(method), ir::to_json_text(params), std::move(stop));
 }
 
-namespace {
-/// A reply that parsed as JSON but not as the shape MCP promises.
-exchange_error malformed(std::string what) {
+namespace detail {
+
+exchange_error malformed_answer(std::string what) {
   return exchange_error{make_error_code(errc::peer_error), 0, "the client's answer was malformed: " + what, {}};
 }
+
+bool parse_elicit_action(const boost::json::value& result, elicit_action& action) {
+  const boost::json::value* a = result.is_object() ? result.get_object().if_contains("action") : nullptr;
+  if (!a || !a->is_string()) return false;
+  const boost::json::string& s = a->get_string();
+  if (s == "accept") action = elicit_action::accept;
+  else if (s == "decline") action = elicit_action::decline;
+  else if (s == "cancel") action = elicit_action::cancel;
+  else return false;
+  return true;
+}
+
+}  // namespace detail
+
+namespace {
+exchange_error malformed(std::string what) { return detail::malformed_answer(std::move(what)); }
 }  // namespace
+
+task<exchange_outcome<elicit_action>> tool_context::elicit_url(std::string message, std::string url,
+                                                               std::string elicitation_id, std::stop_token stop) {
+  using outcome = exchange_outcome<elicit_action>;
+  const boost::json::value* e = peer_->capabilities.if_contains("elicitation");
+  if (!e || !e->is_object() || !e->get_object().contains("url"))
+    co_return outcome(exchange_error{make_error_code(errc::exchange_refused), 0,
+                                     "the client did not declare `elicitation.url` in initialize, so it cannot be "
+                                     "sent to a URL",
+                                     {}});
+  boost::json::object params{{"mode", "url"}, {"message", message}, {"url", url}, {"elicitationId", elicitation_id}};
+  exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
+  if (!answer) co_return outcome(answer.error());
+  elicit_action action{};
+  if (!detail::parse_elicit_action(answer.value(), action))
+    co_return outcome(malformed("the elicitation action is not accept, decline or cancel"));
+  co_return outcome(action);
+}
+
+send_awaiter tool_context::elicitation_complete(std::string_view elicitation_id) {
+  std::string params = R"({"elicitationId":)";
+  ir::append_json_string(params, elicitation_id);
+  params += '}';
+  channel_->notify("notifications/elicitation/complete", std::move(params));
+  return {};
+}
 
 task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request request, std::stop_token stop) {
   using outcome = exchange_outcome<sampling_result>;

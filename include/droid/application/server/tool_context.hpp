@@ -25,6 +25,7 @@
 #include <boost/json/value.hpp>
 
 #include <droid/application/server/peer_info.hpp>
+#include <droid/domain/mcp/elicitation.hpp>
 #include <droid/domain/mcp/sampling.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/request_id.hpp>
@@ -74,6 +75,20 @@ class exchange_outcome {
 
 /// The outcome of `co_await ctx.exchange(...)`: the peer's `result` as JSON.
 using exchange_result = exchange_outcome<boost::json::value>;
+
+/// What the user did with an elicitation.
+enum class elicit_action {
+  accept,   ///< submitted the form (its content is decoded) or completed the URL flow
+  decline,  ///< explicitly said no
+  cancel,   ///< dismissed it without choosing
+};
+
+/// A form elicitation's answer: the action, and for `accept` the decoded content.
+template <class T>
+struct elicitation {
+  elicit_action action = elicit_action::cancel;
+  std::optional<T> content{};
+};
 
 namespace detail {
 
@@ -227,6 +242,23 @@ class tool_context {
   /// Asks the client for its roots (`roots/list`). Refused when it did not declare `roots`.
   [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(std::stop_token stop = {});
 
+  /// Asks the user to fill in a form (`elicitation/create`, form mode) whose
+  /// `requestedSchema` comes from the described flat struct `T` (see elicitation.hpp),
+  /// and decodes an accepted answer into `T`. Decline and cancel are distinct actions,
+  /// not errors; an accepted answer that does not fit `T` is a `peer_error`.
+  template <class T>
+  [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, std::stop_token stop = {});
+
+  /// Sends the user to `url` for something the client must not see (a login, a payment:
+  /// URL-mode elicitation, 2025-11-25) and returns what the user chose. Refused unless
+  /// the client declared `elicitation.url`. Call `elicitation_complete(id)` when the
+  /// out-of-band flow finishes.
+  [[nodiscard]] task<exchange_outcome<elicit_action>> elicit_url(std::string message, std::string url,
+                                                                 std::string elicitation_id,
+                                                                 std::stop_token stop = {});
+  /// Sends `notifications/elicitation/complete` for a URL-mode elicitation.
+  send_awaiter elicitation_complete(std::string_view elicitation_id);
+
   /// Closes the connection currently carrying this request's event stream, without
   /// ending the request: the client reconnects (GET with `Last-Event-ID`) and receives
   /// what follows, the response included. Why: long calls should not pin a connection
@@ -242,5 +274,33 @@ class tool_context {
   std::stop_token stop_;
   asio::any_io_executor executor_;
 };
+
+namespace detail {
+/// Reads an elicitation result's `action`; false when it is none of the three.
+bool parse_elicit_action(const boost::json::value& result, elicit_action& action);
+/// The `peer_error` for an answer that parsed as JSON but not as MCP says.
+exchange_error malformed_answer(std::string what);
+}  // namespace detail
+
+template <class T>
+task<exchange_outcome<elicitation<T>>> tool_context::elicit(std::string message, std::stop_token stop) {
+  using outcome = exchange_outcome<elicitation<T>>;
+  boost::json::object params{{"message", message}, {"requestedSchema", elicitation_schema<T>()}};
+  exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
+  if (!answer) co_return outcome(answer.error());
+  elicitation<T> result;
+  if (!detail::parse_elicit_action(answer.value(), result.action))
+    co_return outcome(detail::malformed_answer("the elicitation action is not accept, decline or cancel"));
+  if (result.action == elicit_action::accept) {
+    const boost::json::value* content = answer.value().as_object().if_contains("content");
+    T decoded{};
+    std::string error;
+    if (!content || !decode_elicited(*content, decoded, error))
+      co_return outcome(detail::malformed_answer("the accepted content does not fit the form: " +
+                                                 (content ? error : std::string("no content"))));
+    result.content = std::move(decoded);
+  }
+  co_return outcome(std::move(result));
+}
 
 }  // namespace droid
