@@ -73,6 +73,18 @@ struct fail_args {
 };
 BOOST_DESCRIBE_STRUCT(fail_args, (), (message))
 
+enum class seating { indoor, terrace };
+BOOST_DESCRIBE_ENUM(seating, indoor, terrace)
+
+/// The form `book_table` shows the user (elicitation): flat, primitive members only.
+struct booking {
+  std::string name;
+  int guests = 2;
+  seating place = seating::indoor;
+  std::optional<std::string> notes;
+};
+BOOST_DESCRIBE_STRUCT(booking, (), (name, guests, place, notes))
+
 struct summarize_args {
   std::string text;
   int max_tokens = 200;
@@ -100,6 +112,19 @@ template <>
 struct droid::field_hints<count_args> {
   static constexpr droid::field_hint fields[] = {{"steps", "How many progress steps", true},
                                                  {"interval_ms", "Milliseconds between steps", true}};
+};
+template <>
+struct droid::elicit_hints<booking> {
+  static constexpr droid::elicit_field fields[] = {
+      {.name = "name", .title = "Name for the booking", .min_length = 1},
+      {.name = "guests", .title = "Guests", .defaulted = true, .minimum = 1, .maximum = 12},
+      {.name = "place", .title = "Seating", .defaulted = true},
+      {.name = "notes", .title = "Notes", .description = "Allergies, occasions, ..."}};
+};
+template <>
+struct droid::enum_titles<seating> {
+  static constexpr std::pair<seating, std::string_view> titles[] = {{seating::indoor, "Indoors"},
+                                                                    {seating::terrace, "On the terrace"}};
 };
 template <>
 struct droid::field_hints<summarize_args> {
@@ -171,6 +196,22 @@ void register_tools(droid::server& server) {
                                                                       : answer.error().message);
                 }
                 co_return droid::tool_result::text("summary from " + answer->model + ": " + answer->text());
+              });
+
+  server.tool("book_table", "Asks the user for booking details (form elicitation) and confirms them",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                auto answer = co_await ctx.elicit<booking>("Who is the table for?");
+                if (!answer) co_return droid::tool_result::error(answer.error().message);
+                switch (answer->action) {
+                  case droid::elicit_action::decline: co_return droid::tool_result::text("booking declined");
+                  case droid::elicit_action::cancel: co_return droid::tool_result::text("booking cancelled");
+                  case droid::elicit_action::accept: break;
+                }
+                const booking& b = *answer->content;
+                co_return droid::tool_result::text("booked a table " +
+                                                   std::string(b.place == seating::terrace ? "on the terrace" : "indoors") +
+                                                   " for " + std::to_string(b.guests) + ", name " + b.name +
+                                                   (b.notes ? " (" + *b.notes + ")" : ""));
               });
 
   server.tool("roots", "Lists the roots the client exposes (roots/list)",
@@ -247,7 +288,8 @@ int main(int argc, char** argv) {
   info.version = droid::version_string;
   info.instructions =
       "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
-      "roots (asks the client's roots), reconnect (stream resumption), fail, client_info.";
+      "book_table (asks the user a form), roots (asks the client's roots), reconnect (stream resumption), fail, "
+      "client_info.";
   droid::server server(std::move(info));
   register_tools(server);
 
