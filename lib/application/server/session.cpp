@@ -33,6 +33,22 @@
 
 namespace droid {
 
+namespace {
+constexpr std::string_view level_names[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+}  // namespace
+
+std::string_view to_string(log_level level) noexcept { return level_names[static_cast<std::size_t>(level)]; }
+
+bool parse_log_level(std::string_view name, log_level& out) noexcept {
+  for (std::size_t i = 0; i < std::size(level_names); ++i) {
+    if (level_names[i] == name) {
+      out = static_cast<log_level>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string_view negotiate_version(std::string_view requested) noexcept {
   for (const std::string_view v : supported_versions)
     if (v == requested) return v;
@@ -296,6 +312,8 @@ std::string initialize_result(const server& srv, std::string_view version) {
   const server_info& info = srv.info();
   boost::json::object caps;
   if (srv.tool_count() > 0) caps["tools"] = boost::json::object{{"listChanged", true}};
+  // Every tool can log (ctx.log), so the capability is always there.
+  caps["logging"] = boost::json::object{};
   boost::json::object server_info_json{{"name", info.name}, {"version", info.version}};
   if (!info.title.empty()) server_info_json["title"] = info.title;
   if (!info.website_url.empty()) server_info_json["websiteUrl"] = info.website_url;
@@ -416,6 +434,28 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
     s.send_reply(to, id, detail::reply::ok(initialize_result(s.srv, version)));
+    return;
+  }
+
+  if (method == "logging/setLevel" && s.initialized) {
+    // Session state, so handled here: in the stateless era the level comes with each
+    // request's _meta instead.
+    std::optional<log_level> level;
+    if (msg.params().kind == ir::json_kind::object) {
+      (void)ir::visit_json(msg.params().text, [&](const ir::json_node& p) {
+        ir::json_node l;
+        log_level parsed{};
+        if (p.find("level", l) && l.kind() == ir::json_node::type::string && parse_log_level(l.string(), parsed))
+          level = parsed;
+      });
+    }
+    if (!level) {
+      s.send_error(to, id, ir::errc::invalid_params,
+                   "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
+      return;
+    }
+    s.peer.min_log_level = level;
+    s.send_reply(to, id, detail::reply::ok("{}"));
     return;
   }
 

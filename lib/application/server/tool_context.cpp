@@ -33,6 +33,22 @@ send_awaiter tool_context::progress(double progress, std::optional<double> total
   return {};
 }
 
+send_awaiter tool_context::log(log_level level, std::string_view text, std::string_view logger) {
+  if (!peer_->min_log_level || level < *peer_->min_log_level) return {};
+  boost::json::object params{{"level", to_string(level)}, {"data", text}};
+  if (!logger.empty()) params["logger"] = logger;
+  channel_->notify("notifications/message", ir::to_json_text(params));
+  return {};
+}
+
+send_awaiter tool_context::log(log_level level, boost::json::object data, std::string_view logger) {
+  if (!peer_->min_log_level || level < *peer_->min_log_level) return {};
+  boost::json::object params{{"level", to_string(level)}, {"data", std::move(data)}};
+  if (!logger.empty()) params["logger"] = logger;
+  channel_->notify("notifications/message", ir::to_json_text(params));
+  return {};
+}
+
 send_awaiter tool_context::notify(std::string_view method, std::string params_json) {
   channel_->notify(method, std::move(params_json));
   return {};

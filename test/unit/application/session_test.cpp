@@ -56,6 +56,15 @@ struct fixture {
       throw std::runtime_error("it broke");
       co_return droid::tool_result::text("never");
     });
+    srv.tool("logs", "Logs at three levels", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      co_await ctx.log(droid::log_level::debug, "fine detail");
+      // Built before the co_await: g++ 12 rejects an initializer list with string
+      // literals inside a co_await expression ("array used as initializer").
+      boost::json::object details{{"step", 1}};
+      co_await ctx.log(droid::log_level::info, std::move(details), "worker");
+      co_await ctx.log(droid::log_level::error, "it hurts");
+      co_return "logged";
+    });
     srv.tool("throws_early", "Throws before returning its task",
              [](droid::tool_context&) -> droid::task<droid::tool_result> { throw std::logic_error("too early"); });
     srv.tool("slow", "Waits until cancelled", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
@@ -303,7 +312,7 @@ TEST_SUITE("application/session") {
   }
 
   TEST_CASE("tools/list pages with opaque cursors and rejects unknown ones") {
-    fixture f;  // page size 2, six tools
+    fixture f;  // page size 2, seven tools
     f.initialize();
     std::vector<std::string> names;
     std::string cursor;
@@ -319,7 +328,7 @@ TEST_SUITE("application/session") {
       if (!r.at("result").as_object().contains("nextCursor")) break;
       cursor = r.at("result").at("nextCursor").as_string();
     }
-    CHECK(names == std::vector<std::string>{"echo", "mirror", "raw", "slow", "throws", "throws_early"});
+    CHECK(names == std::vector<std::string>{"echo", "logs", "mirror", "raw", "slow", "throws", "throws_early"});
     f.feed(R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"garbage"}})");
     CHECK(f.out->pop().at("error").at("code") == -32602);
   }
@@ -391,5 +400,32 @@ TEST_SUITE("application/session") {
       (void)f.call(2, "echo", R"({"text":"x"})");
     }
     CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("logging/setLevel answers exactly {} and filters the tools' log messages") {
+    fixture f;
+    f.initialize();
+    // Before any setLevel, a tool's logs go nowhere.
+    CHECK(f.call(1, "logs", "{}").at("result").at("content").at(0).at("text") == "logged");
+    f.feed(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}})");
+    const auto ack = f.out->pop();
+    CHECK(ack.at("result") == boost::json::object{});
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"logs","arguments":{}}})");
+    REQUIRE(f.out->sent.size() == 3);  // info, error, then the response
+    const auto info = f.out->pop();
+    CHECK(info.at("method") == "notifications/message");
+    CHECK(info.at("params").at("level") == "info");
+    CHECK(info.at("params").at("logger") == "worker");
+    CHECK(info.at("params").at("data").at("step") == 1);
+    CHECK(f.out->pop().at("params").at("level") == "error");
+    CHECK(f.out->pop().at("id") == 3);
+    f.feed(R"({"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"loud"}})");
+    CHECK(f.out->pop().at("error").at("code") == -32602);
+  }
+
+  TEST_CASE("initialize declares logging") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})");
+    CHECK(f.out->pop().at("result").at("capabilities").as_object().contains("logging"));
   }
 }

@@ -219,6 +219,14 @@ class tool_context {
   /// the time elapsed, or `droid::errc::cancelled` when the request was cancelled first.
   [[nodiscard]] task<std::error_code> sleep(std::chrono::steady_clock::duration duration);
 
+  /// Sends a log message (`notifications/message`) about this request, on its stream,
+  /// if the client asked for messages of this level or above (`logging/setLevel`);
+  /// otherwise nothing. `text` becomes the message's `data`.
+  send_awaiter log(log_level level, std::string_view text, std::string_view logger = {});
+  /// The same with structured details as `data`. (An object, not any JSON value: a
+  /// string literal must pick the text overload unambiguously.)
+  send_awaiter log(log_level level, boost::json::object data, std::string_view logger = {});
+
   /// Sends an arbitrary notification related to this request (advanced use).
   send_awaiter notify(std::string_view method, std::string params_json);
 
