@@ -16,12 +16,10 @@
 // Set DROID_PEER_TRACE=1 to print every JSON-RPC message and every HTTP exchange (with the
 // bytes of its body) to stderr.
 
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-
 import {
-  answerExchanges, check, Check, checkPinnedSdk, exchangeCapabilities, exchangeRefusedSteps, exchangeSteps, exitWithSummary,
-  loadSdk, notOk, show, sleep, startWatchdog, step, tapWire, textOf, trace, watchStderr,
+  answerExchanges, check, Check, checkPinnedSdk, describeExchange, exchangeCapabilities, exchangeRefusedSteps, exchangeSteps,
+  exitWithSummary, formElicitation, HttpServer, loadSdk, notOk, sameJson, show, sleep, sseMessages, startWatchdog, step, tapHttp,
+  tapWire, textOf,
 } from './harness.mjs';
 
 const usage = 'usage: node http_client.mjs <path to everything-server> [--json-response | --stateless]';
@@ -34,131 +32,47 @@ if (!serverPath || process.argv.length > 4 || (modeFlag !== undefined && !['--js
 const mode = modeFlag === '--json-response' ? 'json' : modeFlag === '--stateless' ? 'stateless' : 'sse';
 
 // The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
-const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema }] = await loadSdk(
+const [{ Client }, { StreamableHTTPClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema }] = await loadSdk(
   (specifier) => import(specifier),
   ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js']);
 
 // ---------------------------------------------------------------------------------------
 // The server process
 
-let child;
-let childExit = null; // { code, signal, at } once it has exited
-let serverLog; // the server's stderr, forwarded to ours unchanged (watchStderr)
-function killServer() {
-  if (child && childExit === null) try { child.kill('SIGKILL'); } catch { /* already gone */ }
-}
+const server = new HttpServer(serverPath, modeFlag ? [modeFlag] : []);
 
 // Never hang: whatever goes wrong, give up after 60 s and kill the server.
-startWatchdog(killServer);
+startWatchdog(() => server.kill());
 
 function finish() {
-  killServer();
+  server.kill();
   exitWithSummary();
 }
 
 // ---------------------------------------------------------------------------------------
 // The pinned SDK
 
-await checkPinnedSdk(LATEST_PROTOCOL_VERSION, `${serverPath} --http 127.0.0.1:0${modeFlag ? ` ${modeFlag}` : ''} (mode ${mode})`);
+await checkPinnedSdk(LATEST_PROTOCOL_VERSION, `${server.commandLine} (mode ${mode})`);
 
 // ---------------------------------------------------------------------------------------
 // Start the server and wait for its URL
 
 let url;
 const started = await step('the server starts and prints its URL', async () => {
-  const args = ['--http', '127.0.0.1:0', ...(modeFlag ? [modeFlag] : [])];
-  child = spawn(serverPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  serverLog = watchStderr(child.stderr);
-  child.on('exit', (code, signal) => { childExit = { code, signal, at: Date.now() }; });
-  const lines = createInterface({ input: child.stdout });
-  url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Check('no http:// line on stdout within 10 s')), 10_000);
-    child.once('error', (error) => { clearTimeout(timer); reject(new Check(`cannot start ${serverPath}: ${error.message}`)); });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Check(`the server exited (status ${code}, signal ${signal}) before printing its URL`));
-    });
-    lines.on('line', (line) => {
-      if (url === undefined && line.startsWith('http://')) {
-        clearTimeout(timer);
-        resolve(line.trim());
-      } else {
-        console.log(`# server stdout: ${line}`);
-      }
-    });
-  });
-  check(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*\/mcp$/.test(url), `the URL line is ${show(url)}, want http://127.0.0.1:<port>/mcp`);
-  console.log(`# server (pid ${child.pid}) listening at ${url}`);
+  url = await server.start();
 });
 if (!started) finish();
+const serverLog = server.log; // the server's stderr, forwarded to ours unchanged (watchStderr)
 
 // ---------------------------------------------------------------------------------------
 // Taps: every HTTP exchange the SDK makes (with the bytes of each response body, read
 // from a tee of the body the SDK reads), and every JSON-RPC message in either direction.
 
-const exchanges = [];
-async function tapFetch(input, init = {}) {
-  const x = {
-    n: exchanges.length + 1,
-    method: (init.method ?? 'GET').toUpperCase(),
-    requestHeaders: Object.fromEntries(new Headers(init.headers ?? {})),
-    requestBody: typeof init.body === 'string' ? init.body : undefined,
-    status: undefined,
-    headers: undefined,
-    body: '',
-    ended: false,
-    sentAt: Date.now(),
-  };
-  exchanges.push(x);
-  if (trace) console.error(`# http ${x.n} -> ${x.method} ${show(x.requestHeaders)} ${x.requestBody ?? ''}`);
-  let response;
-  try {
-    response = await fetch(input, init);
-  } catch (error) {
-    x.error = String(error);
-    x.ended = true;
-    throw error;
-  }
-  x.status = response.status;
-  x.headers = Object.fromEntries(response.headers);
-  if (trace) console.error(`# http ${x.n} <- ${x.status} ${show(x.headers)}`);
-  if (!response.body || [101, 103, 204, 205, 304].includes(response.status)) {
-    x.ended = true;
-    return response;
-  }
-  const [mine, theirs] = response.body.tee();
-  (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of mine) {
-        const text = decoder.decode(chunk, { stream: true });
-        x.body += text;
-        if (trace) console.error(`# http ${x.n} <- ${show(text)}`);
-      }
-    } catch (error) {
-      x.error = String(error);
-    }
-    x.ended = true;
-    x.endedAt = Date.now();
-    if (trace) console.error(`# http ${x.n} <- end of body${x.error ? ` (${x.error})` : ''}`);
-  })();
-  const copy = new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
-  Object.defineProperty(copy, 'url', { value: response.url });
-  return copy;
-}
-const describe = (x) => x && `${x.method} -> ${x.status} ${show(x.headers?.['content-type'] ?? null)} body ${show(x.body)}${x.error ? ` (${x.error})` : ''}`;
+const { exchanges, fetch: tapFetch } = tapHttp();
+const describe = describeExchange;
 const exchangeFor = (predicate) => exchanges.findLast((x) => {
   try { return x.requestBody !== undefined && predicate(JSON.parse(x.requestBody)); } catch { return false; }
 });
-/// The `data:` payloads of a text/event-stream body, parsed.
-function sseMessages(body) {
-  const out = [];
-  for (const event of body.replace(/\r\n?/g, '\n').split('\n\n')) {
-    const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
-    if (data.length > 0) try { out.push(JSON.parse(data.join('\n'))); } catch { out.push({ unparseable: data.join('\n') }); }
-  }
-  return out;
-}
 
 /// A POST the SDK did not make: a raw request against the endpoint.
 async function rawPost(message, headers) {
@@ -172,12 +86,13 @@ async function rawPost(message, headers) {
 }
 
 const clientInfo = { name: `droid-peer-ts-http-${mode}`, version: '1.0.0' };
-// Sampling and roots: the client answers the server's requests (the exchange).
-const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } }, ...exchangeCapabilities };
+// Sampling, roots and elicitation: the client answers the server's requests (the exchange).
+// Elicitation is declared the 2025-11-25 way, `{ form: {} }` (the stdio client says `{}`).
+const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } }, ...exchangeCapabilities, elicitation: formElicitation };
 
 const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: tapFetch });
 const client = new Client(clientInfo, { capabilities: clientCapabilities });
-const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema });
+const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema });
 
 // Everything the SDK finds wrong with the session (unparseable events, failed requests,
 // responses to unknown ids, progress for unknown tokens, ...) arrives here; any of it
@@ -194,7 +109,7 @@ const wire = tapWire(transport);
 // ---------------------------------------------------------------------------------------
 // Steps shared by the modes
 
-const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info'];
+const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info', 'summarize', 'roots', 'book_table'];
 let listedTools = new Set();
 
 async function initialize() {
@@ -288,16 +203,7 @@ async function closeAndStop(afterClose) {
   });
   if (afterClose) await afterClose();
 
-  await step('SIGTERM: the server exits with status 0 within 3 s', async () => {
-    check(childExit === null, `the server had already exited: ${show(childExit)}`);
-    const sent = Date.now();
-    child.kill('SIGTERM');
-    while (childExit === null && Date.now() - sent < 3000) await sleep(10);
-    check(childExit !== null, `the server (pid ${child.pid}) had not exited 3 s after SIGTERM`);
-    check(childExit.signal === null, `the server died of ${childExit.signal} after SIGTERM`);
-    check(childExit.code === 0, `the server exited with status ${childExit.code} after SIGTERM`);
-    console.log(`# server (pid ${child.pid}) exited with status 0 ${childExit.at - sent} ms after SIGTERM`);
-  });
+  await step('SIGTERM: the server exits with status 0 within 3 s', () => server.stopWithSigterm());
 }
 
 /// Drops reports the SDK makes about its own standalone GET stream being cut when the
@@ -519,10 +425,13 @@ async function runSse() {
     check(info.protocolVersion === LATEST_PROTOCOL_VERSION, `protocolVersion is ${show(info.protocolVersion)}, want ${LATEST_PROTOCOL_VERSION}`);
     check(info.clientInfo?.name === clientInfo.name, `clientInfo is ${show(info.clientInfo)}`);
     check(info.capabilities?.experimental?.['droid.peerTest']?.marker === 42, `capabilities are ${show(info.capabilities)}`);
+    check(sameJson(info.capabilities?.elicitation, clientCapabilities.elicitation),
+      `capabilities.elicitation is ${show(info.capabilities?.elicitation)}, we declared ${show(clientCapabilities.elicitation)}`);
   });
 
-  // The exchange: the tools ask the client (sampling/createMessage, roots/list) while the
-  // tools/call is in flight, and the SDK's handlers answer. Over HTTP the question must
+  // The exchange: the tools ask the client (sampling/createMessage, roots/list,
+  // elicitation/create) while the tools/call is in flight, and the SDK's handlers answer
+  // (book_table's form included: see elicitationSteps). Over HTTP the question must
   // come on the tools/call POST's own event stream, and the POST carrying the answer is
   // accepted with 202.
   await exchangeSteps({

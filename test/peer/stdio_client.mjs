@@ -12,7 +12,7 @@
 
 import {
   answerExchanges, check, Check, checkPinnedSdk, exchangeCapabilities, exchangeSteps, exchangeUndeclaredSteps, exitWithSummary,
-  loadSdk, show, sleep, startWatchdog, step, tapWire, textOf, watchStderr,
+  loadSdk, sameJson, show, sleep, startWatchdog, step, tapWire, textOf, watchStderr,
 } from './harness.mjs';
 
 const serverPath = process.argv[2];
@@ -22,7 +22,7 @@ if (!serverPath) {
 }
 
 // The SDK is imported dynamically (see loadSdk in harness.mjs), never with a static import.
-const [{ Client }, { StdioClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema }] = await loadSdk(
+const [{ Client }, { StdioClientTransport }, { McpError, ErrorCode, LATEST_PROTOCOL_VERSION, CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema }] = await loadSdk(
   (specifier) => import(specifier),
   ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/stdio.js', '@modelcontextprotocol/sdk/types.js']);
 
@@ -33,7 +33,9 @@ await checkPinnedSdk(LATEST_PROTOCOL_VERSION, serverPath);
 
 const clientInfo = { name: 'droid-peer-ts-stdio', version: '1.0.0' };
 // An experimental capability the server has no reason to know: client_info must echo it.
-// Sampling and roots: the client answers the server's requests (the exchange).
+// Sampling, roots and elicitation: the client answers the server's requests (the exchange).
+// Elicitation is declared the 2025-06-18 way, `elicitation: {}` (form mode); the HTTP
+// client declares `{ form: {} }`.
 const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } }, ...exchangeCapabilities };
 
 // The server's stderr is piped and forwarded to ours unchanged, so a step can wait for a
@@ -41,7 +43,7 @@ const clientCapabilities = { experimental: { 'droid.peerTest': { marker: 42 } },
 const transport = new StdioClientTransport({ command: serverPath, args: [], stderr: 'pipe' });
 const serverLog = watchStderr(transport.stderr);
 const client = new Client(clientInfo, { capabilities: clientCapabilities });
-const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema });
+const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema });
 
 // Everything the SDK finds wrong with the session (unparseable lines, responses to unknown
 // ids, progress for unknown tokens, ...) arrives here; any of it fails the run.
@@ -78,7 +80,7 @@ const connected = await step('initialize', async () => {
 });
 
 if (connected) {
-  const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info'];
+  const expectedTools = ['echo', 'add', 'forecast', 'count', 'sleep', 'fail', 'client_info', 'summarize', 'roots', 'book_table'];
 
   await step('tools/list', async () => {
     const tools = [];
@@ -243,10 +245,12 @@ if (connected) {
     check(info.clientInfo?.name === clientInfo.name, `clientInfo is ${show(info.clientInfo)}`);
     check(info.clientInfo?.version === clientInfo.version, `clientInfo is ${show(info.clientInfo)}`);
     check(info.capabilities?.experimental?.['droid.peerTest']?.marker === 42, `capabilities are ${show(info.capabilities)}`);
+    check(sameJson(info.capabilities?.elicitation, clientCapabilities.elicitation),
+      `capabilities.elicitation is ${show(info.capabilities?.elicitation)}, we declared ${show(clientCapabilities.elicitation)}`);
   });
 
-  // The exchange: the tools ask the client (sampling/createMessage, roots/list) while the
-  // tools/call is in flight, and the SDK's handlers answer.
+  // The exchange: the tools ask the client (sampling/createMessage, roots/list,
+  // elicitation/create) while the tools/call is in flight, and the SDK's handlers answer.
   await exchangeSteps({ client, wire, state: exchange, clientName: clientInfo.name, serverLog });
 }
 
@@ -269,8 +273,8 @@ await step('close: the server exits on end of input', async () => {
   console.log(`# server (pid ${pid}) exited with status 0 ${exit.at - started} ms after close()`);
 });
 
-// A client that declared neither sampling nor roots: the server must not ask it, and the
-// tools say which capability was missing.
+// A client that declared none of sampling, roots and elicitation: the server must not ask
+// it, and the tools say which capability was missing.
 if (connected) {
   const bareInfo = { name: 'droid-peer-ts-stdio-bare', version: '1.0.0' };
   bareTransport = new StdioClientTransport({ command: serverPath, args: [], stderr: 'inherit' });
@@ -280,7 +284,7 @@ if (connected) {
     console.error(`# client without sampling: onerror (checked at the end): ${error?.message ?? error}`);
   };
   const bareWire = tapWire(bareTransport);
-  const bareConnected = await step('a second client, without sampling or roots, connects', async () => {
+  const bareConnected = await step('a second client, without sampling, roots or elicitation, connects', async () => {
     await bare.connect(bareTransport);
     check(bare.getServerVersion()?.name === 'everything-server', `serverInfo is ${show(bare.getServerVersion())}`);
   });

@@ -68,6 +68,17 @@ exchange_error malformed_answer(std::string what) {
   return exchange_error{make_error_code(errc::peer_error), 0, "the client's answer was malformed: " + what, {}};
 }
 
+std::optional<exchange_error> form_elicitation_refusal(const peer_info& peer) {
+  const boost::json::value* e = peer.capabilities.if_contains("elicitation");
+  if (!e || !e->is_object()) return std::nullopt;  // the exchange names the missing capability
+  const boost::json::object& modes = e->get_object();
+  if (modes.contains("form") || !modes.contains("url")) return std::nullopt;
+  return exchange_error{make_error_code(errc::exchange_refused), 0,
+                        "the client declared only URL-mode elicitation (`elicitation.url`), so it cannot be shown a "
+                        "form: it must declare `elicitation.form`",
+                        {}};
+}
+
 bool parse_elicit_action(const boost::json::value& result, elicit_action& action) {
   const boost::json::value* a = result.is_object() ? result.get_object().if_contains("action") : nullptr;
   if (!a || !a->is_string()) return false;

@@ -406,4 +406,12 @@ TEST_SUITE("application/exchange") {
     CHECK(complete.at("params").at("elicitationId") == "e-1");
     CHECK(f.out->pop().at("result").at("content").at(0).at("text") == "signed in");
   }
+
+  TEST_CASE("a client that declared only URL-mode elicitation is not sent a form") {
+    fixture f(R"({"elicitation":{"url":{}}})");
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"form"}})");
+    REQUIRE(f.out->sent.size() == 1);
+    CHECK(std::string(f.out->pop().at("result").at("content").at(0).at("text").as_string()).find("elicitation.form") !=
+          std::string::npos);
+  }
 }

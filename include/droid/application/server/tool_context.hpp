@@ -288,11 +288,15 @@ namespace detail {
 bool parse_elicit_action(const boost::json::value& result, elicit_action& action);
 /// The `peer_error` for an answer that parsed as JSON but not as MCP says.
 exchange_error malformed_answer(std::string what);
+/// A refusal when the client declared elicitation but not its form mode (2025-11-25:
+/// `{"url":{}}` alone means URL mode only; `{}` is the older spelling of form mode).
+std::optional<exchange_error> form_elicitation_refusal(const peer_info& peer);
 }  // namespace detail
 
 template <class T>
 task<exchange_outcome<elicitation<T>>> tool_context::elicit(std::string message, std::stop_token stop) {
   using outcome = exchange_outcome<elicitation<T>>;
+  if (auto refused = detail::form_elicitation_refusal(*peer_)) co_return outcome(std::move(*refused));
   boost::json::object params{{"message", message}, {"requestedSchema", elicitation_schema<T>()}};
   exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
   if (!answer) co_return outcome(answer.error());
