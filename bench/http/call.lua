@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: BSL-1.0
 -- wrk script: tools/call of the example's echo tool on one initialized session.
--- The session id comes from the environment (MCP_SESSION), set by the bench driver.
+-- The session id comes from the environment (MCP_SESSION), set by the bench driver
+-- (bench/run.mjs); without it the requests carry no session (stateless servers, nginx).
 local session = os.getenv("MCP_SESSION")
 local body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
 wrk.method = "POST"
@@ -10,11 +11,20 @@ wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
 if session and session ~= "" then wrk.headers["Mcp-Session-Id"] = session end
 
+-- Each wrk thread runs its own Lua state: setup() (main state) numbers them, so that
+-- request ids are distinct across threads as well as within one, and the session's
+-- duplicate-id check never trips (nor the SDK's request-to-stream map collides).
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("thread_number", threads)
+end
+
 local counter = 0
+local prefix = '{"jsonrpc":"2.0","id":'
+local suffix = string.sub(body, #'{"jsonrpc":"2.0","id":1' + 1)
 request = function()
   counter = counter + 1
-  -- A distinct id per request, so the session's duplicate-id check never trips across
-  -- connections.
-  local b = string.gsub(body, '"id":1', '"id":' .. counter .. math.random(1, 1000000000))
-  return wrk.format(nil, nil, nil, b)
+  local id = (thread_number or 0) * 1000000000 + counter
+  return wrk.format(nil, nil, nil, prefix .. string.format("%d", id) .. suffix)
 end

@@ -13,6 +13,7 @@
 #include <droid/application/spawn.hpp>
 #include <droid/application/task.hpp>
 #include <droid/application/use_task.hpp>
+#include <droid/application/when_all.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/mcp/content.hpp>
 #include <droid/domain/mcp/elicitation.hpp>

@@ -18,6 +18,7 @@
 
 #include <droid/application/deadline.hpp>
 #include <droid/application/server/server.hpp>
+#include <droid/application/when_all.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
@@ -117,6 +118,11 @@ struct fixture {
       if (!answer) co_return "error: " + answer.error().message;
       co_await ctx.elicitation_complete("e-1");
       co_return answer.value() == droid::elicit_action::accept ? "signed in" : "not signed in";
+    });
+    srv.tool("both", "Asks two questions at once", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto [first, second] = co_await droid::when_all(ctx.list_roots(), ctx.list_roots());
+      if (!first || !second) co_return "error";
+      co_return std::to_string(first.value().size()) + "+" + std::to_string(second.value().size());
     });
     srv.on_roots_list_changed([this](const droid::peer_info& p) { roots_changed_by = p.client_info.at("name").as_string().c_str(); });
     s = droid::session::create(srv, io.get_executor(), out);
@@ -413,5 +419,70 @@ TEST_SUITE("application/exchange") {
     REQUIRE(f.out->sent.size() == 1);
     CHECK(std::string(f.out->pop().at("result").at("content").at(0).at("text").as_string()).find("elicitation.form") !=
           std::string::npos);
+  }
+
+  TEST_CASE("an outbound that does not say it carries questions refuses them") {
+    // The seed's "the default is unreadable": the safe direction for a new transport.
+    struct plain final : droid::outbound {
+      void send(std::string) override {}
+    } p;
+    CHECK_FALSE(p.exchange_refusal().empty());
+    droid::test::capture c;
+    CHECK(c.exchange_refusal().empty());
+  }
+
+  TEST_CASE("a duplicate answer is dropped after the first resumed the tool") {
+    fixture f;
+    (void)f.ask();
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"n":1}})");
+    (void)f.out->pop();
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"n":2}})");
+    CHECK(f.out->sent.empty());
+    CHECK(f.s->dropped_responses() == 1);
+    CHECK(f.outcome == R"({"n":1})");
+  }
+
+  TEST_CASE("ids next to the 2^40 origin are told apart exactly") {
+    fixture f;
+    (void)f.ask(7);
+    f.feed(R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask"}})");
+    const auto second = f.out->pop();
+    CHECK(second.at("id") == first_id + 1);
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627775,"result":{}})");  // 2^40 - 1: never ours
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627778,"result":{}})");  // 2^40 + 2: not issued
+    CHECK(f.s->dropped_responses() == 2);
+    CHECK(f.s->outstanding_exchanges() == 2);
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627777,"result":{"which":"second"}})");
+    CHECK(f.out->pop().at("id") == 8);
+    CHECK(f.s->outstanding_exchanges() == 1);
+  }
+
+  TEST_CASE("one tool asks two questions concurrently and gets both answers in any order") {
+    {
+      fixture f;
+      f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"both"}})");
+      REQUIRE(f.out->sent.size() == 2);  // both questions out before any answer
+      CHECK(f.out->pop().at("id") == first_id);
+      CHECK(f.out->pop().at("id") == first_id + 1);
+      CHECK(f.s->outstanding_exchanges() == 2);
+      f.feed(R"({"jsonrpc":"2.0","id":1099511627777,"result":{"roots":[{"uri":"file:///a"},{"uri":"file:///b"}]}})");
+      CHECK(f.out->sent.empty());
+      f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"roots":[]}})");
+      CHECK(f.out->pop().at("result").at("content").at(0).at("text") == "0+2");
+      CHECK(f.s->outstanding_exchanges() == 0);
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("cancelling a tool that waits on two questions withdraws both") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"both"}})");
+    f.out->sent.clear();
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
+    CHECK(f.s->outstanding_exchanges() == 0);
+    CHECK(f.s->in_flight() == 0);
+    REQUIRE(f.out->sent.size() == 2);  // one notifications/cancelled per question, no response
+    CHECK(f.out->pop().at("method") == "notifications/cancelled");
+    CHECK(f.out->pop().at("method") == "notifications/cancelled");
   }
 }

@@ -2,6 +2,7 @@
 /// @file
 /// `droid::task`: laziness, symmetric transfer, exceptions, frame ownership (STYLE.md 3.5).
 #include <droid/application/task.hpp>
+#include <droid/application/when_all.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -109,6 +110,43 @@ TEST_SUITE("application/task") {
       droid::spawn(io.get_executor(), value_of(1), [](std::exception_ptr, int) {});
       CHECK(droid::live_frames() == 2);  // the driver and the task
     }
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("when_all runs tasks together and yields every result in order") {
+    asio::io_context io;
+    auto both = []() -> task<std::string> {
+      auto [a, b, c] = co_await droid::when_all(value_of(1), value_of(2), catches());
+      co_return std::to_string(a + b) + c;
+    };
+    CHECK(droid::test::run(io, both()) == "3boom");
+    auto many = []() -> task<int> {
+      std::vector<task<int>> tasks;
+      for (int i = 0; i < 100; ++i) tasks.push_back(value_of(i));
+      const std::vector<int> values = co_await droid::when_all(std::move(tasks));
+      int sum = 0;
+      for (int v : values) sum += v;
+      co_return sum;
+    };
+    CHECK(droid::test::run(io, many()) == 4950);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("when_all waits for every task, then rethrows the first exception") {
+    asio::io_context io;
+    int finished = 0;
+    auto counted = [&]() -> task<void> {
+      ++finished;
+      co_return;
+    };
+    auto mixed = [&]() -> task<void> { (void)co_await droid::when_all(counted(), throws(), counted()); };
+    CHECK_THROWS_AS(droid::test::run(io, mixed()), std::runtime_error);
+    CHECK(finished == 2);
+    auto none = []() -> task<int> {
+      const auto values = co_await droid::when_all(std::vector<task<int>>{});
+      co_return static_cast<int>(values.size());
+    };
+    CHECK(droid::test::run(io, none()) == 0);
     CHECK(droid::live_frames() == 0);
   }
 }

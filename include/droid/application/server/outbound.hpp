@@ -35,7 +35,14 @@ class outbound {
   /// stream and be answered; otherwise a sentence naming the setting that would allow
   /// it. Why asked of the stream: only the transport knows whether anything will read
   /// the question (a single-JSON HTTP answer has no room for it).
-  [[nodiscard]] virtual std::string exchange_refusal() const { return {}; }
+  ///
+  /// Why the default refuses: a stream that has not said something reads the peer's
+  /// answers has not established that anything does, and a question nobody can answer
+  /// is a tool that hangs with no error (the seed's "the default is unreadable").
+  [[nodiscard]] virtual std::string exchange_refusal() const {
+    return "this transport does not say it can carry questions to the client (its outbound does not override "
+           "exchange_refusal)";
+  }
 };
 
 }  // namespace droid

@@ -52,6 +52,9 @@ class line_writer final : public outbound {
     if (ec) failed_ = true;
   }
 
+  /// stdin carries the client's answers, so every question can be answered.
+  [[nodiscard]] std::string exchange_refusal() const override { return {}; }
+
   void send(std::string message) override {
     if (failed_) return;
     queue_.push_back(std::move(message));
