@@ -219,6 +219,17 @@ void session::close() {
   for (std::stop_source& stop : stops) stop.request_stop();
 }
 
+void session::cancel(const ir::request_id& id) {
+  auto it = impl_->in_flight.find(id);
+  if (it == impl_->in_flight.end()) return;
+  it->second->cancelled = true;
+  // Copied first: the stop callbacks may resume the tool, which may finish and erase
+  // its own entry.
+  std::stop_source stop = it->second->stop;
+  auto keep_alive = shared_from_this();
+  stop.request_stop();
+}
+
 std::size_t session::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
 
 namespace {
@@ -402,12 +413,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     }
     if (m == "notifications/cancelled") {
       // Unknown, completed or malformed cancellations are ignored (RELIABILITY 2.28).
-      if (auto id = cancelled_id(msg.params())) {
-        if (auto it = s.in_flight.find(*id); it != s.in_flight.end()) {
-          it->second->cancelled = true;
-          it->second->stop.request_stop();
-        }
-      }
+      if (auto id = cancelled_id(msg.params())) cancel(*id);
     }
     // Every other notification, known or not, gets no output (RELIABILITY 2.11).
     return;

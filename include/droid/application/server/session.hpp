@@ -66,6 +66,12 @@ class session : public std::enable_shared_from_this<session> {
   void receive(ir::message message, std::shared_ptr<outbound> stream = nullptr);
   /// Answers a message the decoder refused (when JSON-RPC says to answer it).
   void reject(const ir::rejection& why);
+  /// Cancels the peer's request `id` as if the peer had sent `notifications/cancelled`:
+  /// its tool's stop token is requested and no response will be sent. Why: a transport
+  /// that loses the only connection a request could be answered on (a non-resumable
+  /// stream) must release the tool and whatever it waits on.
+  void cancel(const ir::request_id& id);
+
   /// Ends the session: every in-flight request is cancelled (tools see their stop token
   /// requested), and nothing more is sent. Idempotent.
   void close();

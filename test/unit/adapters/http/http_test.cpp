@@ -5,6 +5,7 @@
 /// B4, B5, B9, E8).
 #include <droid/adapters/primary/transport/http/http.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -42,6 +43,8 @@ struct server_fixture {
   droid::server srv{droid::server_info{.name = "http-test", .version = "1"}};
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
+  std::atomic<int> asks_cancelled{0};
+  std::atomic<int> asks_ended{0};
 
   explicit server_fixture(droid::http::options opts = {}) {
     srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
@@ -59,8 +62,10 @@ struct server_fixture {
                for (int i = 0; i < 2000; ++i) co_await ctx.notify("notifications/message", params);
                co_return "flooded";
              });
-    srv.tool("ask", "Asks the client's model", [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+    srv.tool("ask", "Asks the client's model", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
       auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
+      if (!answer && answer.error().condition == droid::errc::cancelled) ++asks_cancelled;
+      if (!answer && answer.error().condition == droid::errc::session_ended) ++asks_ended;
       if (!answer) co_return droid::tool_result::error(answer.error().message);
       co_return droid::tool_result::text("model said " + droid::ir::to_json_text(answer.value().at("content")));
     });
@@ -750,5 +755,45 @@ TEST_SUITE("adapters/http") {
     raw_connection d(g.port());
     d.send("GET /sse HTTP/1.1\r\nHost: evil.com\r\nAccept: text/event-stream\r\n\r\n");
     CHECK(d.read_response()->status == 403);
+  }
+
+  TEST_CASE("without resumability a lost connection cancels its request and withdraws the question (E6a)") {
+    droid::http::options o;
+    o.event_ring_capacity = 0;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    const std::string sid = *c.read_response()->header("mcp-session-id");
+    {
+      raw_connection call(f.port());
+      call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
+                         "Mcp-Session-Id: " + sid + "\r\n"));
+      (void)call.read_until("sampling/createMessage");
+    }
+    // The server watches the stream's connection, so the hang-up is seen at once, not at
+    // the next write (RELIABILITY E6a: released within 1 s).
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100 && f.asks_cancelled == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(f.asks_cancelled == 1);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":7,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(c.read_response()->status == 200);  // the session goes on
+  }
+
+  TEST_CASE("stopping the server releases a pending question with session_ended") {
+    auto f = std::make_unique<server_fixture>();
+    raw_connection c(f->port());
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
+    const std::string sid = *c.read_response()->header("mcp-session-id");
+    raw_connection call(f->port());
+    call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
+                       "Mcp-Session-Id: " + sid + "\r\n"));
+    (void)call.read_until("sampling/createMessage");
+    droid::http::listener& l = *f->listener;
+    std::atomic<int>& ended = f->asks_ended;
+    l.stop();
+    f->runner.join();
+    CHECK(ended == 1);
+    f->runner = std::thread([] {});
   }
 }

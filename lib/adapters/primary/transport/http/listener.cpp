@@ -332,7 +332,8 @@ class connection : public std::enable_shared_from_this<connection> {
         sink->kill();
         return;
       }
-      self->watch_for_close(sink);  // the client sent something; keep watching (it stays unread)
+      // The client sent more (a pipelined request): it stays unread for the next turn of
+      // the connection, and watching again would spin on it; a write failure will tell.
     });
   }
   task<bool> serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers);
@@ -520,7 +521,9 @@ task<bool> connection::handle_post(detail::request& req) {
       entry->id = detail::new_session_id();
       entry->executor = socket_.get_executor();
       entry->s = session::create(l_.srv, entry->executor, nullptr);
-      if (!json_mode) {
+      // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
+      // lost connection ends its request.
+      if (!json_mode && (o.event_store || o.event_ring_capacity > 0)) {
         entry->store = o.event_store ? o.event_store()
                                      : std::make_unique<memory_event_store>(o.event_ring_capacity);
       }
@@ -551,6 +554,7 @@ task<bool> connection::handle_post(detail::request& req) {
   }
 
   const std::uint64_t number = ++entry->next_stream;
+  const ir::request_id request_id = msg.id();
   auto sink = make_sink();
   ++entry->active;
   // Why a tool on this stream could not ask the client anything (empty: it can).
@@ -581,13 +585,19 @@ task<bool> connection::handle_post(detail::request& req) {
     keep = co_await serve_json(sink, new_session_header);
   } else {
     // 2025-11-25 clients get a priming event: an id to resume from before any data.
+    watch_for_close(sink);
     keep = co_await serve_events(sink, new_session_header, false);
+    std::error_code ignored;
+    socket_.cancel(ignored);  // drops the close watch, which holds this connection
   }
   if (sink->dead()) {
-    // The client went away mid-stream: the request goes on and its events are recorded,
-    // so a GET with Last-Event-ID can pick them up.
-    asio::dispatch(entry->executor, [entry, number, sink] {
+    // The client went away mid-stream. With a store the request goes on and its events
+    // are recorded, so a GET with Last-Event-ID can pick them up; without one nothing
+    // could ever reach the client again, so the request is cancelled (and any question
+    // its tool waits on is withdrawn) rather than left waiting for the session's end.
+    asio::dispatch(entry->executor, [entry, number, sink, request_id] {
       if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+      if (!entry->store && !entry->legacy) entry->s->cancel(request_id);
     });
   }
   --entry->active;
@@ -714,7 +724,10 @@ task<bool> connection::handle_get(detail::request& req) {
   } else if (!sink->dead()) {
     // Resumed request streams idle with keep-alives like the standalone one (see
     // logical_stream::attach).
+    watch_for_close(sink);
     keep = co_await serve_events(sink, {}, true);
+    std::error_code ignored;
+    socket_.cancel(ignored);
   }
   asio::dispatch(entry->executor, [entry, sink, number] {
     if (number == 0) {

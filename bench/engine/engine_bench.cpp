@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Micro-benchmarks of the session engine with no I/O: one `tools/call` dispatched to a
+/// tool and answered, and one in-process exchange round trip (the tool asks the client a
+/// question, the bench routes the answer back, the tool resumes and answers). The
+/// session's outbound is a capture and its io_context is polled, as in
+/// test/unit/application/session_test.cpp. Each benchmark checks its output once before
+/// timing (STYLE.md 3.9).
+#include <charconv>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <benchmark/benchmark.h>
+
+#include <asio/io_context.hpp>
+
+#include <boost/describe.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/application/server/tool_context.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+namespace {
+
+struct echo_args {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(echo_args, (), (text))
+
+/// An outbound that keeps every message as sent (no parsing: the check parses nothing
+/// either, it compares bytes) and lets tools ask questions.
+class capture final : public droid::outbound {
+ public:
+  void send(std::string message) override { sent.push_back(std::move(message)); }
+  void finish() override { ++finished; }
+  [[nodiscard]] std::string exchange_refusal() const override { return {}; }
+  std::deque<std::string> sent;
+  std::uint64_t finished = 0;
+};
+
+droid::ir::message decoded(const std::string& text) {
+  auto d = droid::ir::decode(text);
+  return std::get<droid::ir::message>(std::move(d));
+}
+
+/// A server with `echo` and `ask`, one initialized session on a capture.
+struct engine {
+  asio::io_context io;
+  droid::server srv{droid::server_info{.name = "bench", .version = "1"}};
+  std::shared_ptr<capture> out = std::make_shared<capture>();
+  std::shared_ptr<droid::session> s;
+
+  engine() {
+    srv.tool("echo", "Echoes", [](droid::tool_context&, echo_args a) -> droid::task<droid::tool_result> {
+      co_return droid::tool_result::text(a.text);
+    });
+    srv.tool("ask", "Asks the client to sample", [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+      auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":5})");
+      if (!answer) co_return droid::tool_result::error(answer.error().message);
+      co_return droid::tool_result::text("answered");
+    });
+    s = droid::session::create(srv, io.get_executor(), out);
+    feed(decoded(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                 R"("capabilities":{"sampling":{}},"clientInfo":{"name":"bench","version":"1"}}})"));
+    feed(decoded(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+    out->sent.clear();
+  }
+  ~engine() {
+    s->close();
+    poll();
+  }
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  void poll() {
+    io.restart();
+    (void)io.poll();
+  }
+  void feed(droid::ir::message m) {
+    s->receive(std::move(m));
+    poll();
+  }
+};
+
+const std::string echo_call =
+    R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}})";
+const std::string echo_answer = R"({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}})";
+
+/// One tools/call: the decoded message is copied in (decoding is decode_bench's), the
+/// session dispatches it to the tool, the tool's result is encoded and sent.
+void dispatch_tools_call(benchmark::State& state) {
+  engine e;
+  const droid::ir::message call = decoded(echo_call);
+  e.feed(call);
+  if (e.out->sent.size() != 1 || e.out->sent.front() != echo_answer || e.s->in_flight() != 0) {
+    state.SkipWithError(("dispatch answered wrongly: " + (e.out->sent.empty() ? "nothing" : e.out->sent.front())).c_str());
+    return;
+  }
+  e.out->sent.clear();
+  for (auto _ : state) {
+    e.feed(call);
+    benchmark::DoNotOptimize(e.out->sent.back().data());
+    e.out->sent.clear();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(dispatch_tools_call);
+
+/// The id of the question a tool published: `"id":N` after the method in our encoding.
+std::int64_t question_id(std::string_view question) {
+  const auto at = question.find("\"id\":");
+  std::int64_t id = -1;
+  if (at != std::string_view::npos) (void)std::from_chars(question.data() + at + 5, question.data() + question.size(), id);
+  return id;
+}
+
+std::string answer_to(std::int64_t id) {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+         R"(,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"hi"}}})";
+}
+
+/// One exchange round trip: tools/call of `ask` in, the question out (a fresh id from
+/// 2^40 each time), the answer decoded and routed back, the tool resumed and its result
+/// sent. Includes the dispatch above, the answer's decoding and both encodings.
+void exchange_round_trip(benchmark::State& state) {
+  engine e;
+  const droid::ir::message call =
+      decoded(R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask","arguments":{}}})");
+  auto once = [&]() -> bool {
+    e.feed(call);
+    if (e.out->sent.size() != 1) return false;
+    const std::int64_t id = question_id(e.out->sent.front());
+    e.out->sent.clear();
+    e.feed(decoded(answer_to(id)));
+    return e.out->sent.size() == 1;
+  };
+  {
+    const bool ok = once();
+    const std::string expected =
+        R"({"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"answered"}]}})";
+    if (!ok || e.out->sent.front() != expected || e.s->outstanding_exchanges() != 0 || e.s->in_flight() != 0) {
+      state.SkipWithError(("exchange round trip went wrong: " + (e.out->sent.empty() ? "nothing" : e.out->sent.front())).c_str());
+      return;
+    }
+    e.out->sent.clear();
+  }
+  for (auto _ : state) {
+    if (!once()) {
+      state.SkipWithError("an iteration lost its question or answer");
+      break;
+    }
+    benchmark::DoNotOptimize(e.out->sent.back().data());
+    e.out->sent.clear();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(exchange_round_trip);
+
+}  // namespace
+
+BENCHMARK_MAIN();
