@@ -312,7 +312,8 @@ uri_template::uri_template(std::string_view text) : text_(text) {
       if (len == 0) refuse(text, "the bytes" + at(i) + " are not valid UTF-8");
       if (!is_template_code_point(cp)) {
         std::string hex;
-        for (int shift = cp > 0xFFFFF ? 20 : cp > 0xFFFF ? 16 : 12; shift >= 0; shift -= 4) hex += hex_digits[(cp >> shift) & 0x0F];
+        for (int shift = cp > 0xFFFFF ? 20 : cp > 0xFFFF ? 16 : 12; shift >= 0; shift -= 4)
+          hex += hex_digits[(cp >> shift) & 0x0F];
         refuse(text, "the code point U+" + hex + at(i) +
                          " is not allowed in a URI template (RFC 6570 accepts only ucschar and iprivate); percent-encode it");
       }

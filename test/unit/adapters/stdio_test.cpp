@@ -33,12 +33,21 @@ struct pipes_fixture {
   bool finished = false;
   std::string output;
   int slow_cancelled = 0;
+  std::string ask_outcome;
 
   explicit pipes_fixture(droid::stdio::options opts = {}) {
     std::signal(SIGPIPE, SIG_IGN);
     REQUIRE(::pipe(to_server) == 0);
     REQUIRE(::pipe(from_server) == 0);
     ::fcntl(from_server[0], F_SETFL, O_NONBLOCK);
+    srv.tool("ask", "Asks the client for its roots", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto roots = co_await ctx.list_roots();
+      if (!roots) {
+        ask_outcome = roots.error().message;
+        co_return "error";
+      }
+      co_return std::to_string(roots.value().size()) + " roots";
+    });
     srv.tool("slow", "Waits an hour unless cancelled", [this](droid::tool_context& ctx) -> droid::task<std::string> {
       if (co_await ctx.sleep(std::chrono::hours(1))) ++slow_cancelled;
       co_return "slept";
@@ -214,5 +223,28 @@ TEST_SUITE("adapters/stdio") {
     }
     CHECK(f.finished);
     CHECK(f.slow_cancelled == 1);
+  }
+
+  TEST_CASE("a question travels on stdout and its answer on stdin; end of input releases a pending one (E9)") {
+    const std::string init_roots =
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}})"
+        "\n";
+    {
+      pipes_fixture f;
+      f.write(init_roots + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}})" "\n");
+      auto out = f.lines(2);
+      REQUIRE(out.size() == 2);
+      CHECK(out[1].at("method") == "roots/list");
+      f.write(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"roots":[{"uri":"file:///x"}]}})" "\n");
+      out = f.lines(3);
+      REQUIRE(out.size() == 3);
+      CHECK(out[2].at("result").at("content").at(0).at("text") == "1 roots");
+    }
+    pipes_fixture f;
+    f.write(init_roots + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}})" "\n");
+    (void)f.lines(2);
+    f.run_to_end();
+    CHECK(f.ask_outcome == "the session ended before the peer answered");
+    CHECK(droid::live_frames() == 0);
   }
 }
