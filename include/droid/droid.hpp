@@ -17,8 +17,10 @@
 #include <droid/domain/errc.hpp>
 #include <droid/domain/mcp/content.hpp>
 #include <droid/domain/mcp/elicitation.hpp>
+#include <droid/domain/mcp/resource.hpp>
 #include <droid/domain/mcp/sampling.hpp>
 #include <droid/domain/mcp/schema.hpp>
 #include <droid/domain/mcp/tool.hpp>
+#include <droid/domain/mcp/uri_template.hpp>
 #include <droid/domain/result.hpp>
 #include <droid/version.hpp>

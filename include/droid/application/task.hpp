@@ -75,10 +75,10 @@ struct task_promise_base : frame_allocation {
 template <class T>
 struct task_promise final : task_promise_base {
   task<T> get_return_object() noexcept;
-  template <class U>
-    requires std::is_convertible_v<U&&, T>
-  void return_value(U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
-    outcome_.template emplace<1>(std::forward<U>(v));
+  // By value, not a forwarding template: `co_return {};` and other braced returns must
+  // work, and a template cannot deduce from a braced list. Costs one move.
+  void return_value(T v) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    outcome_.template emplace<1>(std::move(v));
   }
   void unhandled_exception() noexcept { outcome_.template emplace<2>(std::current_exception()); }
 

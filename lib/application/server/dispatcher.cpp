@@ -71,7 +71,9 @@ bool decode_cursor(std::string_view cursor, std::string& next) {
 
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
                                                       request_scope scope) {
-  const bool known = method == "ping" || method == "tools/list" || method == "tools/call";
+  const bool known = method == "ping" || method == "tools/list" || method == "tools/call" ||
+                     (server_.resource_count() > 0 &&
+                      (method == "resources/list" || method == "resources/templates/list" || method == "resources/read"));
   if (!known) return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
@@ -80,6 +82,9 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, i
   if (method == "ping") return reply::ok("{}");
   if (method == "tools/list") return list_tools(params);
   if (method == "tools/call") return call_tool(params, scope);
+  if (method == "resources/list") return list_resources(params, false);
+  if (method == "resources/templates/list") return list_resources(params, true);
+  if (method == "resources/read") return read_resource(params, scope);
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
 }
 
@@ -108,6 +113,93 @@ reply dispatcher::list_tools(ir::raw_json params) {
   }
   out += '}';
   return reply::ok(std::move(out));
+}
+
+namespace {
+
+/// The cursor of a list request, decoded into the key the next page starts at.
+bool read_cursor(ir::raw_json params, std::string& from) {
+  if (params.kind != ir::json_kind::object) return true;
+  bool bad = false;
+  const std::error_code ec = ir::visit_json(params.text, [&](const ir::json_node& p) {
+    ir::json_node cursor;
+    if (!p.find("cursor", cursor) || cursor.kind() == ir::json_node::type::null) return;
+    bad = cursor.kind() != ir::json_node::type::string || !decode_cursor(cursor.string(), from);
+  });
+  return !ec && !bad;
+}
+
+/// `{"<member>":[...listings...],"nextCursor":...}`
+template <class Entries>
+std::string page_json(std::string_view member, const Entries& page, const std::string& next) {
+  std::string out = "{\"";
+  out += member;
+  out += "\":[";
+  for (std::size_t i = 0; i < page.size(); ++i) {
+    if (i) out += ',';
+    out += page[i]->listing;
+  }
+  out += ']';
+  if (!next.empty()) {
+    out += R"(,"nextCursor":)";
+    ir::append_json_string(out, encode_cursor(next));
+  }
+  out += '}';
+  return out;
+}
+
+/// Reads a resource through its handler and wraps the contents as a ReadResourceResult.
+/// `entry` is held for the read (declared before `work`, destroyed after it): a removed
+/// resource's handler must outlive its coroutine.
+task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entry,
+                     task<std::vector<resource_contents>> work) {
+  std::vector<resource_contents> contents;
+  try {
+    contents = co_await std::move(work);
+  } catch (const std::exception& e) {
+    co_return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
+  }
+  boost::json::array items;
+  for (const resource_contents& c : contents) items.push_back(to_json(c));
+  co_return reply::ok(ir::to_json_text(boost::json::object{{"contents", std::move(items)}}));
+}
+
+}  // namespace
+
+reply dispatcher::list_resources(ir::raw_json params, bool templates) {
+  std::string from;
+  if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
+  std::string next;
+  const auto page = server_.resources_from(templates, from, next);
+  return reply::ok(page_json(templates ? "resourceTemplates" : "resources", page, next));
+}
+
+std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, request_scope& scope) {
+  std::optional<std::string> uri;
+  if (params.kind == ir::json_kind::object) {
+    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+      ir::json_node u;
+      if (p.find("uri", u) && u.kind() == ir::json_node::type::string) uri = std::string(u.string());
+    });
+  }
+  if (!uri) return reply::error(ir::errc::invalid_params, "Invalid params: uri must be a string");
+  uri_template::value_map variables;
+  auto entry = server_.find_resource(*uri, variables);
+  if (!entry) {
+    // MCP: -32002 with the uri in data, so a client can tell which read failed.
+    std::string data = R"({"uri":)";
+    ir::append_json_string(data, *uri);
+    data += '}';
+    return reply::error(ir::errc::resource_not_found, "Resource not found: " + *uri, std::move(data));
+  }
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  task<std::vector<resource_contents>> work;
+  try {
+    work = entry->read(*scope.context, resource_request{*uri, std::move(variables)});
+  } catch (const std::exception& e) {
+    return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
+  }
+  return run_read(std::move(entry), std::move(work));
 }
 
 std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, request_scope& scope) {

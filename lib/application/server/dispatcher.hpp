@@ -65,6 +65,8 @@ class dispatcher {
 
  private:
   reply list_tools(ir::raw_json params);
+  reply list_resources(ir::raw_json params, bool templates);
+  std::variant<reply, task<reply>> read_resource(ir::raw_json params, request_scope& scope);
   std::variant<reply, task<reply>> call_tool(ir::raw_json params, request_scope& scope);
 
   server& server_;

@@ -11,6 +11,7 @@
 #include <asio/post.hpp>
 
 #include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 namespace droid {
 
@@ -24,6 +25,8 @@ struct server::registry {
   // Ordered by name: pagination walks names, so a tool added or removed between two
   // pages shifts nothing else.
   std::map<std::string, std::shared_ptr<const detail::tool_entry>, std::less<>> tools;
+  std::map<std::string, std::shared_ptr<const detail::resource_entry>, std::less<>> resources;
+  std::map<std::string, std::shared_ptr<const detail::resource_entry>, std::less<>> templates;
   std::vector<std::weak_ptr<session>> sessions;
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
 };
@@ -61,6 +64,82 @@ bool server::remove_tool(std::string_view name) {
   }
   notify_list_changed("notifications/tools/list_changed");
   return true;
+}
+
+void server::add_resource(std::shared_ptr<detail::resource_entry> entry, bool is_template) {
+  {
+    std::lock_guard lock(registry_->mutex);
+    auto& map = is_template ? registry_->templates : registry_->resources;
+    auto [it, inserted] = map.try_emplace(entry->key, nullptr);
+    if (!inserted)
+      throw std::invalid_argument("droid: a resource" + std::string(is_template ? " template" : "") + " \"" +
+                                  entry->key + "\" is already registered");
+    it->second = std::move(entry);
+  }
+  notify_list_changed("notifications/resources/list_changed");
+}
+
+bool server::remove_resource(std::string_view key) {
+  {
+    std::lock_guard lock(registry_->mutex);
+    if (auto it = registry_->resources.find(key); it != registry_->resources.end()) {
+      registry_->resources.erase(it);
+    } else if (auto t = registry_->templates.find(key); t != registry_->templates.end()) {
+      registry_->templates.erase(t);
+    } else {
+      return false;
+    }
+  }
+  notify_list_changed("notifications/resources/list_changed");
+  return true;
+}
+
+std::size_t server::resource_count() const {
+  std::lock_guard lock(registry_->mutex);
+  return registry_->resources.size() + registry_->templates.size();
+}
+
+std::shared_ptr<const detail::resource_entry> server::find_resource(std::string_view uri,
+                                                                    uri_template::value_map& variables) const {
+  std::lock_guard lock(registry_->mutex);
+  if (auto it = registry_->resources.find(uri); it != registry_->resources.end()) return it->second;
+  for (const auto& [text, entry] : registry_->templates) {
+    if (auto vars = entry->pattern->match(uri)) {
+      variables = std::move(*vars);
+      return entry;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<const detail::resource_entry>> server::resources_from(bool templates,
+                                                                                  std::string_view from,
+                                                                                  std::string& next) const {
+  std::vector<std::shared_ptr<const detail::resource_entry>> page;
+  next.clear();
+  std::lock_guard lock(registry_->mutex);
+  const auto& map = templates ? registry_->templates : registry_->resources;
+  auto it = map.lower_bound(from);
+  for (; it != map.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
+  if (it != map.end()) next = it->first;
+  return page;
+}
+
+void server::resource_updated(std::string_view uri) {
+  std::vector<std::shared_ptr<session>> live;
+  {
+    std::lock_guard lock(registry_->mutex);
+    for (const auto& w : registry_->sessions)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+  }
+  std::string params = R"({"uri":)";
+  ir::append_json_string(params, uri);
+  params += '}';
+  for (auto& s : live) {
+    asio::post(s->executor(), [s, u = std::string(uri), params] {
+      if (s->is_subscribed(u)) s->notify("notifications/resources/updated", params);
+    });
+  }
 }
 
 std::size_t server::tool_count() const {

@@ -20,6 +20,7 @@
 #include <exception>
 #include <optional>
 #include <stop_token>
+#include <set>
 #include <unordered_map>
 
 #include <droid/application/server/server.hpp>
@@ -125,6 +126,8 @@ struct session::impl {
   /// Whether `initialize` declared the tools capability: a client that was not told
   /// about tools must not be sent tools/list_changed.
   bool tools_advertised = false;
+  /// URIs the client subscribed to (`resources/subscribe`).
+  std::set<std::string, std::less<>> subscriptions;
   std::size_t dropped = 0;
   std::unordered_map<ir::request_id, std::unique_ptr<call>> in_flight;
 
@@ -230,6 +233,8 @@ void session::cancel(const ir::request_id& id) {
   stop.request_stop();
 }
 
+bool session::is_subscribed(std::string_view uri) const { return impl_->subscriptions.contains(uri); }
+
 std::size_t session::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
 
 namespace {
@@ -325,6 +330,8 @@ std::string initialize_result(const server& srv, std::string_view version) {
   if (srv.tool_count() > 0) caps["tools"] = boost::json::object{{"listChanged", true}};
   // Every tool can log (ctx.log), so the capability is always there.
   caps["logging"] = boost::json::object{};
+  if (srv.resource_count() > 0)
+    caps["resources"] = boost::json::object{{"subscribe", true}, {"listChanged", true}};
   boost::json::object server_info_json{{"name", info.name}, {"version", info.version}};
   if (!info.title.empty()) server_info_json["title"] = info.title;
   if (!info.website_url.empty()) server_info_json["websiteUrl"] = info.website_url;
@@ -440,6 +447,28 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
     s.send_reply(to, id, detail::reply::ok(initialize_result(s.srv, version)));
+    return;
+  }
+
+  if ((method == "resources/subscribe" || method == "resources/unsubscribe") && s.initialized) {
+    // Per-session state, like the log level.
+    std::optional<std::string> uri;
+    if (msg.params().kind == ir::json_kind::object) {
+      (void)ir::visit_json(msg.params().text, [&](const ir::json_node& p) {
+        ir::json_node u;
+        if (p.find("uri", u) && u.kind() == ir::json_node::type::string) uri = std::string(u.string());
+      });
+    }
+    if (!uri) {
+      s.send_error(to, id, ir::errc::invalid_params, "Invalid params: uri must be a string");
+      return;
+    }
+    if (method == "resources/subscribe") {
+      s.subscriptions.insert(std::move(*uri));
+    } else {
+      if (auto it = s.subscriptions.find(*uri); it != s.subscriptions.end()) s.subscriptions.erase(it);
+    }
+    s.send_reply(to, id, detail::reply::ok("{}"));
     return;
   }
 

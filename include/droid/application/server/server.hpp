@@ -18,7 +18,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -35,6 +38,8 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/resource.hpp>
+#include <droid/domain/mcp/uri_template.hpp>
 #include <droid/domain/mcp/schema.hpp>
 #include <droid/domain/mcp/tool.hpp>
 
@@ -123,6 +128,23 @@ task<tool_result> to_tool_result(task<R> t) {
   }
 }
 
+/// What a resource handler is asked for: the URI, and (for templates) its variables.
+struct resource_request_base {
+  std::string uri{};
+  uri_template::value_map variables{};
+};
+
+/// A registered resource or resource template.
+///
+/// Why shared_ptr: as with tools, a removed resource's handler must outlive a read that
+/// is still running.
+struct resource_entry {
+  std::string key;  ///< the URI, or the template text
+  std::string listing;
+  std::optional<uri_template> pattern;  ///< templates only
+  std::function<task<std::vector<resource_contents>>(tool_context&, resource_request_base)> read;
+};
+
 template <class Args>
 constexpr bool typed_args = described_struct<Args> || std::is_same_v<Args, boost::json::object>;
 
@@ -146,6 +168,10 @@ bool decode_arguments(const ir::json_node* node, Args& out, std::string& error) 
 }
 
 }  // namespace detail
+
+/// What a resource handler receives: the URI read, and the template's variables
+/// (empty for a concrete resource).
+using resource_request = detail::resource_request_base;
 
 /// The registries of one MCP server.
 ///
@@ -233,7 +259,49 @@ class server {
   /// running finish normally. Returns false when no tool had that name.
   bool remove_tool(std::string_view name);
 
+  /// Registers a concrete resource. `handler` is `task<R>(tool_context&)` or
+  /// `task<R>(tool_context&, resource_request)`, where `R` is `resource_contents` or
+  /// `std::vector<resource_contents>`; it runs on `resources/read`.
+  /// Errors: `std::invalid_argument` for an empty URI or name, or a URI already taken.
+  template <class Handler>
+  server& resource(resource_info info, Handler&& handler) {
+    auto entry = std::make_shared<detail::resource_entry>();
+    entry->key = info.uri;
+    if (info.uri.empty() || info.name.empty())
+      throw std::invalid_argument("droid: a resource needs a uri and a name");
+    entry->listing = ir::to_json_text(to_json(info));
+    entry->read = adapt_resource_handler(std::forward<Handler>(handler));
+    add_resource(std::move(entry), false);
+    return *this;
+  }
+
+  /// Registers a resource template (RFC 6570 levels 1 and 2). `resources/read` of a URI
+  /// that no concrete resource has and that the template matches runs `handler` with the
+  /// decoded variables in `resource_request::variables`.
+  /// Errors: `std::invalid_argument` for a malformed template, an empty name, or a
+  /// template already registered.
+  template <class Handler>
+  server& resource_template(resource_template_info info, Handler&& handler) {
+    auto entry = std::make_shared<detail::resource_entry>();
+    entry->key = info.uri_template;
+    entry->pattern.emplace(info.uri_template);
+    if (info.name.empty()) throw std::invalid_argument("droid: a resource template needs a name");
+    entry->listing = ir::to_json_text(to_json(info));
+    entry->read = adapt_resource_handler(std::forward<Handler>(handler));
+    add_resource(std::move(entry), true);
+    return *this;
+  }
+
+  /// Removes a resource (by URI) or a template (by its text); sessions get
+  /// `notifications/resources/list_changed`. Returns false when there was none.
+  bool remove_resource(std::string_view uri_or_template);
+
+  /// Tells every session subscribed to `uri` that it changed
+  /// (`notifications/resources/updated`, on the session's own stream).
+  void resource_updated(std::string_view uri);
+
   [[nodiscard]] std::size_t tool_count() const;
+  [[nodiscard]] std::size_t resource_count() const;
 
   /// Calls `handler(peer)` when a client says its roots changed
   /// (`notifications/roots/list_changed`). Why a callback and not a re-list here: asking
@@ -254,6 +322,14 @@ class server {
   /// the name that starts the next page (empty when this page is the last).
   [[nodiscard]] std::vector<std::shared_ptr<const detail::tool_entry>> tools_from(std::string_view from,
                                                                                  std::string& next) const;
+  /// The resource with this exact URI, else the first template that matches it (with its
+  /// variables filled in), else null.
+  [[nodiscard]] std::shared_ptr<const detail::resource_entry> find_resource(std::string_view uri,
+                                                                          uri_template::value_map& variables) const;
+  /// A page of resources (`templates` false) or templates, as for `tools_from`.
+  [[nodiscard]] std::vector<std::shared_ptr<const detail::resource_entry>> resources_from(bool templates,
+                                                                                         std::string_view from,
+                                                                                         std::string& next) const;
   /// Registers a live session for list_changed notifications.
   void attach(const std::shared_ptr<session>& s);
   /// Writes a diagnostic line through `options().log`.
@@ -270,6 +346,30 @@ class server {
   }
 
   void add_tool(std::shared_ptr<detail::tool_entry> entry);
+  void add_resource(std::shared_ptr<detail::resource_entry> entry, bool is_template);
+
+  template <class Handler>
+  static std::function<task<std::vector<resource_contents>>(tool_context&, resource_request)>
+  adapt_resource_handler(Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+    return [shared](tool_context& ctx, resource_request req) -> task<std::vector<resource_contents>> {
+      if constexpr (std::is_invocable_v<H&, tool_context&, resource_request>) {
+        return as_contents((*shared)(ctx, std::move(req)));
+      } else {
+        static_assert(std::is_invocable_v<H&, tool_context&>,
+                      "droid: a resource handler takes (droid::tool_context&) or "
+                      "(droid::tool_context&, droid::resource_request)");
+        return as_contents((*shared)(ctx));
+      }
+    };
+  }
+  static task<std::vector<resource_contents>> as_contents(task<std::vector<resource_contents>> t) { return t; }
+  static task<std::vector<resource_contents>> as_contents(task<resource_contents> t) {
+    std::vector<resource_contents> out;
+    out.push_back(co_await std::move(t));
+    co_return out;
+  }
   void notify_list_changed(std::string_view method);
 
   struct registry;

@@ -85,6 +85,8 @@ class session : public std::enable_shared_from_this<session> {
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
   /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
   [[nodiscard]] std::size_t dropped_responses() const noexcept;
+  /// True when the client subscribed to `uri` (`resources/subscribe`).
+  [[nodiscard]] bool is_subscribed(std::string_view uri) const;
   /// Server-to-client requests waiting for the peer's answer.
   [[nodiscard]] std::size_t outstanding_exchanges() const noexcept;
 

@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: BSL-1.0
+// The bench suite's driver: protocol_droid's example server side by side with the official
+// TypeScript SDK and with nginx returning a fixed answer (the floor), in one run on one
+// machine. scripts/bench installs what is missing, builds build-bench and runs this; see
+// docs/benchmarks.md for what each row means.
+//
+//   node bench/run.mjs [--build-dir build-bench] [--quick] [--duration S] [--repeats N]
+//                      [--sections http,stdio,memory,micro] [--sessions N]
+//
+// Every server's answer is checked before it is timed (STYLE.md 3.9); a wrong answer
+// removes the server from the run instead of timing it. Inputs are generated from fixed
+// patterns, never downloaded. Results: <build-dir>/bench-results/{results.md,results.json,
+// throughput.png}. Node builtins only.
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+
+// ---- options -------------------------------------------------------------------------
+function parseArgs(argv) {
+  const o = { buildDir: 'build-bench', quick: false, duration: null, repeats: null, sections: null, sessions: null };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    const next = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--quick') o.quick = true;
+    else if (a === '--build-dir') o.buildDir = next();
+    else if (a === '--duration') o.duration = Number(next());
+    else if (a === '--repeats') o.repeats = Number(next());
+    else if (a === '--sections') o.sections = next().split(',');
+    else if (a === '--sessions') o.sessions = Number(next());
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: node bench/run.mjs [--build-dir DIR] [--quick] [--duration S] [--repeats N] ' +
+        '[--sections http,stdio,memory,micro] [--sessions N]');
+      process.exit(0);
+    } else throw new Error(`unknown option ${a}`);
+  }
+  o.duration ??= o.quick ? 2 : 5;
+  o.repeats ??= o.quick ? 1 : 3;
+  o.sections ??= ['http', 'stdio', 'memory', 'micro'];
+  o.sessions ??= o.quick ? 1000 : 10000;
+  o.connections = [1, 16, 64];
+  o.stdioMessages = { droid: o.quick ? 20000 : 200000, ts: o.quick ? 2000 : 20000 };
+  o.microMinTime = o.quick ? 0.05 : 0.3;
+  return o;
+}
+
+const opt = parseArgs(process.argv.slice(2));
+const buildDir = path.resolve(root, opt.buildDir);
+const outDir = path.join(buildDir, 'bench-results');
+fs.mkdirSync(outDir, { recursive: true });
+const everythingServer = path.join(buildDir, 'examples', 'everything-server');
+const tsServer = path.join(here, 'peer', 'ts_server.mjs');
+const callLua = path.join(here, 'http', 'call.lua');
+const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+const log = (...a) => console.error('bench:', ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/// A timer that resolves with `value` after `ms` unless cancelled (and then keeps nothing alive).
+function deadline(ms, value) {
+  let timer;
+  const promise = new Promise((r) => (timer = setTimeout(() => r(value), ms)));
+  return { promise, cancel: () => clearTimeout(timer) };
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const stats = (xs) => (xs.length ? { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length } : null);
+
+// ---- processes -----------------------------------------------------------------------
+/// utime+stime of `pid` and its direct children (nginx's workers), in microseconds.
+function cpuMicros(pid) {
+  const ticks = (p) => {
+    try {
+      const s = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      // f[0] is field 3 (state); utime and stime are fields 14 and 15.
+      return { ppid: Number(f[1]), t: Number(f[11]) + Number(f[12]) };
+    } catch {
+      return null;
+    }
+  };
+  let total = ticks(pid)?.t ?? 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === pid) continue;
+    const x = ticks(d);
+    if (x && x.ppid === pid) total += x.t;
+  }
+  return (total * 1e6) / clkTck;
+}
+
+function rssKiB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port, ms) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const ok = await new Promise((r) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        r(true);
+      });
+      s.on('error', () => r(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`nothing listens on port ${port} after ${ms} ms`);
+}
+
+/// Starts a process that prints its URL alone on the first line of stdout.
+function startPrintingUrl(cmd, args, logName) {
+  return new Promise((resolve, reject) => {
+    const err = fs.openSync(path.join(outDir, `${logName}.log`), 'w');
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', err] });
+    fs.closeSync(err);
+    let buf = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${logName}: no URL on stdout within 15 s`));
+    }, 15000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${logName} exited with ${code} before printing its URL (see ${logName}.log)`));
+    });
+    child.stdout.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(timer);
+        child.stdout.removeAllListeners('data');
+        child.stdout.resume();
+        resolve({ child, url: buf.slice(0, nl).trim() });
+      }
+    });
+  });
+}
+
+async function stopProcess(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise((r) => child.once('exit', (code, sig) => r(code ?? sig)));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+  const code = await exited;
+  clearTimeout(t);
+  return code;
+}
+
+// ---- HTTP helpers ----------------------------------------------------------------------
+const baseHeaders = {
+  'Content-Type': 'application/json',
+  Accept: 'application/json, text/event-stream',
+  'MCP-Protocol-Version': '2025-11-25',
+};
+const initializeBody = (id) => JSON.stringify({
+  jsonrpc: '2.0', id, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+});
+const initializedBody = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+const echoCall = (id) => JSON.stringify({
+  jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello' } },
+});
+
+function post(url, body, headers = {}, agent = undefined) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { ...baseHeaders, ...headers }, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.setTimeout(10000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/// The JSON-RPC messages of an answer, whether one JSON document or an event stream.
+function messagesOf(res) {
+  if ((res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    const out = [];
+    for (const line of res.body.split('\n')) {
+      if (line.startsWith('data:') && line.slice(5).trim()) out.push(JSON.parse(line.slice(5)));
+    }
+    return out;
+  }
+  return res.body ? [JSON.parse(res.body)] : [];
+}
+
+/// Initializes a session; returns its id (empty for a server without sessions).
+async function initialize(url, agent) {
+  const r = await post(url, initializeBody(0), {}, agent);
+  if (r.status !== 200) throw new Error(`initialize: HTTP ${r.status} ${r.body.slice(0, 200)}`);
+  const sid = r.headers['mcp-session-id'] ?? '';
+  const n = await post(url, initializedBody, sid ? { 'Mcp-Session-Id': sid } : {}, agent);
+  if (n.status !== 202) throw new Error(`notifications/initialized: HTTP ${n.status}`);
+  return sid;
+}
+
+/// The check before timing: one tools/call answers `hello` as text content.
+async function checkEcho(url, sid) {
+  const r = await post(url, echoCall(1), sid ? { 'Mcp-Session-Id': sid } : {});
+  if (r.status !== 200) throw new Error(`tools/call: HTTP ${r.status} ${r.body.slice(0, 200)}`);
+  const answer = messagesOf(r).find((m) => m.id === 1);
+  const text = answer?.result?.content?.[0]?.text;
+  if (text !== 'hello' || answer.result.content[0].type !== 'text') {
+    throw new Error(`tools/call echo answered ${r.body.slice(0, 300)}`);
+  }
+}
+
+// ---- the servers -----------------------------------------------------------------------
+const nginxBody = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}';
+
+async function startNginx(workers) {
+  const dir = path.join(outDir, `nginx-${workers}w`);
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const user = os.userInfo();
+  const conf = [
+    '# Generated by bench/run.mjs: the floor, a fixed JSON-RPC answer with no MCP work.',
+    `worker_processes ${workers};`,
+    'daemon off;',
+    // As root nginx would switch its workers to nobody; keep them ours (and countable).
+    ...(user.uid === 0 ? ['user root;'] : []),
+    `pid ${dir}/nginx.pid;`,
+    `error_log ${dir}/error.log warn;`,
+    'events { worker_connections 4096; }',
+    'http {',
+    '  access_log off;',
+    ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
+    '  keepalive_requests 100000000;',
+    '  keepalive_timeout 60s;',
+    '  server {',
+    `    listen 127.0.0.1:${port};`,
+    '    location = /mcp {',
+    '      default_type application/json;',
+    `      return 200 '${nginxBody}';`,
+    '    }',
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const err = fs.openSync(path.join(outDir, `nginx-${workers}w.log`), 'w');
+  const child = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-p', dir, '-e', path.join(dir, 'error.log')], {
+    stdio: ['ignore', err, err],
+  });
+  fs.closeSync(err);
+  await waitForPort(port, 5000);
+  return { child, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+const httpServers = [
+  { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json') },
+  { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
+  { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--stateless', '--json-response'], 'droid-stateless') },
+  { name: 'ts-sse', label: 'TS SDK SSE', stateful: true, start: () => startPrintingUrl('node', [tsServer, '--mode', 'sse'], 'ts-sse') },
+  { name: 'ts-stateless', label: 'TS SDK stateless JSON', stateful: false, start: () => startPrintingUrl('node', [tsServer, '--mode', 'stateless'], 'ts-stateless') },
+  { name: 'nginx-1w', label: 'nginx 1 worker (floor)', stateful: false, start: () => startNginx(1) },
+  { name: 'nginx-2w', label: 'nginx 2 workers (floor)', stateful: false, start: () => startNginx(2) },
+];
+
+// ---- wrk -----------------------------------------------------------------------------
+function toMicros(v, unit) {
+  return Number(v) * ({ us: 1, ms: 1e3, s: 1e6, m: 60e6 }[unit] ?? NaN);
+}
+
+function parseWrk(text) {
+  const num = (re) => {
+    const m = re.exec(text);
+    return m ? Number(m[1]) : 0;
+  };
+  const pct = (p) => {
+    const m = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(text);
+    return m ? toMicros(m[1], m[2]) : NaN;
+  };
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
+  return {
+    rps: num(/Requests\/sec:\s+([\d.]+)/),
+    requests: num(/(\d+) requests in/),
+    p50: pct(50),
+    p99: pct(99),
+    non2xx: num(/Non-2xx or 3xx responses: (\d+)/),
+    socketErrors: sock ? sock.slice(1).map(Number).reduce((a, b) => a + b, 0) : 0,
+  };
+}
+
+function runWrk(server, conns, seconds) {
+  const threads = conns >= 2 ? 2 : 1;
+  const args = ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', callLua, server.url];
+  const before = cpuMicros(server.child.pid);
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { env: { ...process.env, MCP_SESSION: server.sid ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const cpu = cpuMicros(server.child.pid) - before;
+      if (code !== 0) return reject(new Error(`wrk exited with ${code}: ${out}`));
+      const r = parseWrk(out);
+      r.cpuPerRequest = r.requests ? cpu / r.requests : NaN;
+      r.raw = out;
+      resolve(r);
+    });
+  });
+}
+
+// ---- sections ------------------------------------------------------------------------
+const results = {
+  machine: {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? '?',
+    kernel: os.release(),
+    node: process.version,
+    date: new Date().toISOString(),
+  },
+  command: process.env.BENCH_COMMAND ?? `node bench/run.mjs ${process.argv.slice(2).join(' ')}`.trim(),
+  options: { duration: opt.duration, repeats: opt.repeats, connections: opt.connections, quick: opt.quick },
+  http: [],
+  stdio: [],
+  memory: null,
+  micro: [],
+  notes: [],
+};
+// nginx -v prints on stderr; wrk -v on stdout with a non-zero status.
+const versionOf = (cmd) => {
+  const r = spawnSync(cmd, ['-v'], { encoding: 'utf8' });
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n')[0].replace(/ Copyright.*/, '').trim() || `${cmd} (version unknown)`;
+};
+results.machine.nginx = versionOf('nginx');
+results.machine.wrk = versionOf('wrk');
+results.machine.loadavg_at_start = os.loadavg().map((x) => Number(x.toFixed(2)));
+
+async function httpSection() {
+  const live = [];
+  for (const s of httpServers) {
+    try {
+      const { child, url } = await s.start();
+      s.child = child;
+      s.url = url;
+      s.sid = s.stateful ? await initialize(url) : '';
+      if (s.name.startsWith('nginx')) {
+        // The floor does no MCP work; its fixed answer is checked all the same.
+        const r = await post(url, echoCall(1));
+        if (r.body !== nginxBody) throw new Error(`nginx answered ${r.body}`);
+      } else {
+        await checkEcho(url, s.sid);
+      }
+      live.push(s);
+      log(`${s.name}: ${url}${s.sid ? ` session ${s.sid}` : ''} (answer checked)`);
+    } catch (e) {
+      log(`${s.name}: not benchmarked: ${e.message}`);
+      results.notes.push(`${s.name} was not benchmarked: ${e.message}`);
+      if (s.child) await stopProcess(s.child);
+    }
+  }
+  // Warm-up (the TS SDK's JIT, the allocators, the kernel's socket caches); not recorded.
+  for (const s of live) await runWrk(s, 16, opt.quick ? 1 : 2).catch(() => {});
+
+  const runs = new Map(live.map((s) => [s.name, new Map(opt.connections.map((c) => [c, []]))]));
+  const total = opt.repeats * opt.connections.length * live.length;
+  let done = 0;
+  for (let rep = 0; rep < opt.repeats; ++rep) {
+    for (const c of opt.connections) {
+      // Alternate the order of the servers between repeats, so no server always runs
+      // right after the same neighbour (caches, CPU frequency, the kernel's TIME_WAITs).
+      const order = rep % 2 ? [...live].reverse() : live;
+      for (const s of order) {
+        const r = await runWrk(s, c, opt.duration);
+        ++done;
+        log(`[${done}/${total}] ${s.name} c=${c}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} us p99 ${r.p99} us ` +
+          `cpu ${r.cpuPerRequest.toFixed(1)} us/req${r.non2xx || r.socketErrors ? ` ERRORS non2xx=${r.non2xx} socket=${r.socketErrors}` : ''}`);
+        delete r.raw;
+        runs.get(s.name).get(c).push(r);
+      }
+    }
+  }
+  // The answers are checked again after the load: a server that broke under it would
+  // otherwise leave numbers that mean nothing.
+  for (const s of live) {
+    try {
+      if (s.name.startsWith('nginx')) continue;
+      await checkEcho(s.url, s.sid);
+    } catch (e) {
+      results.notes.push(`${s.name} answered wrongly after the load: ${e.message}`);
+    }
+    const code = await stopProcess(s.child);
+    if (!s.name.startsWith('nginx') && code !== 0) results.notes.push(`${s.name} exited with ${code} on SIGTERM`);
+  }
+  for (const s of live) {
+    for (const c of opt.connections) {
+      const rs = runs.get(s.name).get(c);
+      results.http.push({
+        server: s.name,
+        label: s.label,
+        connections: c,
+        rps: stats(rs.map((r) => r.rps)),
+        p50_us: stats(rs.map((r) => r.p50)),
+        p99_us: stats(rs.map((r) => r.p99)),
+        cpu_us_per_request: stats(rs.map((r) => r.cpuPerRequest)),
+        errors: rs.reduce((a, r) => a + r.non2xx + r.socketErrors, 0),
+        runs: rs,
+      });
+    }
+  }
+}
+
+/// Pipelined tools/call through a pipe: initialize, then `n` calls written at once; the
+/// clock runs from the first call written to the last answer read.
+async function stdioRun(name, cmd, args, n) {
+  const errLog = fs.openSync(path.join(outDir, `${name}-stdio.log`), 'w');
+  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', errLog] });
+  fs.closeSync(errLog);
+  let lines = 0;
+  let first = '';
+  let tail = '';
+  let resolveInit;
+  let resolveAll;
+  const initDone = new Promise((r) => (resolveInit = r));
+  const allDone = new Promise((r) => (resolveAll = r));
+  child.stdout.on('data', (d) => {
+    for (let i = d.indexOf(10); i >= 0; i = d.indexOf(10, i + 1)) ++lines;
+    if (first.length < 4096) first += d.toString();
+    tail = (tail + d.toString()).slice(-4096);
+    if (lines >= 1) resolveInit();
+    if (lines >= n + 1) resolveAll();
+  });
+  const exited = new Promise((r) => child.once('exit', (code) => r(code)));
+  child.stdin.on('error', () => {});
+  child.stdin.write(initializeBody(0) + '\n');
+  await Promise.race([initDone, exited]);
+  if (lines < 1) throw new Error(`${name}: no answer to initialize`);
+  // The fixed pattern: ids 1..n, text "hello", one per line.
+  const parts = [initializedBody];
+  for (let i = 1; i <= n; ++i) parts.push(echoCall(i));
+  const input = parts.join('\n') + '\n';
+  const cpu0 = cpuMicros(child.pid);
+  const t0 = process.hrtime.bigint();
+  child.stdin.write(input);
+  const timeout = deadline(120000, 'timeout');
+  const outcome = await Promise.race([allDone, exited.then(() => 'exited'), timeout.promise]);
+  timeout.cancel();
+  const t1 = process.hrtime.bigint();
+  const cpu = cpuMicros(child.pid) - cpu0;
+  child.stdin.end();
+  const grace = deadline(5000, 'grace');
+  let code = await Promise.race([exited, grace.promise]);
+  grace.cancel();
+  if (code === 'grace') code = await stopProcess(child);
+  if (outcome === 'timeout' || outcome === 'exited') throw new Error(`${name}: ${lines - 1} of ${n} answers (${outcome})`);
+  // Check: the first call and the last one were answered with their text.
+  const firstCall = JSON.parse(first.split('\n')[1]);
+  const lastLines = tail.trimEnd().split('\n');
+  const last = JSON.parse(lastLines[lastLines.length - 1]);
+  for (const m of [firstCall, last]) {
+    if (m?.result?.content?.[0]?.text !== 'hello') throw new Error(`${name}: answered ${JSON.stringify(m)}`);
+  }
+  const seconds = Number(t1 - t0) / 1e9;
+  return { messages: n, seconds, perSecond: n / seconds, cpuPerMessage: cpu / n, exit: code };
+}
+
+async function stdioSection() {
+  const peers = [
+    { name: 'droid', label: 'protocol_droid', cmd: everythingServer, args: [], n: opt.stdioMessages.droid },
+    { name: 'ts', label: 'TS SDK', cmd: 'node', args: [tsServer, '--mode', 'stdio'], n: opt.stdioMessages.ts },
+  ];
+  const runs = new Map(peers.map((p) => [p.name, []]));
+  for (let rep = 0; rep < opt.repeats; ++rep) {
+    const order = rep % 2 ? [...peers].reverse() : peers;
+    for (const p of order) {
+      try {
+        const r = await stdioRun(p.name, p.cmd, p.args, p.n);
+        log(`stdio ${p.name}: ${r.messages} calls in ${r.seconds.toFixed(3)} s = ${r.perSecond.toFixed(0)}/s, cpu ${r.cpuPerMessage.toFixed(1)} us/msg`);
+        runs.get(p.name).push(r);
+      } catch (e) {
+        log(`stdio ${p.name}: ${e.message}`);
+        results.notes.push(`stdio ${p.name}: ${e.message}`);
+      }
+    }
+  }
+  for (const p of peers) {
+    const rs = runs.get(p.name);
+    if (!rs.length) continue;
+    results.stdio.push({
+      server: p.name, label: p.label, messages: p.n,
+      per_second: stats(rs.map((r) => r.perSecond)),
+      cpu_us_per_message: stats(rs.map((r) => r.cpuPerMessage)),
+      runs: rs,
+    });
+  }
+}
+
+/// Runs `fn` over `items` with at most `width` at a time.
+async function pool(items, width, fn) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+}
+
+/// Opens the standalone event stream (GET) of session `sid`; resolves with the socket
+/// once the response's status line says 200, rejects otherwise.
+function openStream(port, sid) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let head = '';
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error('no response head within 10 s'));
+    }, 10000);
+    s.on('connect', () => {
+      s.write(`GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n` +
+        `Mcp-Session-Id: ${sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n`);
+    });
+    s.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    s.on('data', (d) => {
+      if (head === null) return;  // past the head: events (and keep-alive comments) are dropped
+      head += d;
+      if (head.includes('\r\n\r\n')) {
+        clearTimeout(t);
+        const got = head;
+        head = null;
+        if (got.startsWith('HTTP/1.1 200') && /content-type: text\/event-stream/i.test(got)) resolve(s);
+        else {
+          s.destroy();
+          reject(new Error(`GET answered ${got.split('\r\n')[0]}`));
+        }
+      }
+    });
+  });
+}
+
+async function memorySection() {
+  const n = opt.sessions;
+  const { child, url } = await startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-memory');
+  const port = Number(new URL(url).port);
+  const mem = { server: 'droid-sse', sessions_asked: n };
+  try {
+    await sleep(500);
+    mem.idle_kib = rssKiB(child.pid);
+    // Sessions: initialize + initialized over 16 keep-alive connections; no DELETE.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+    const sids = [];
+    let refused = 0;
+    const t0 = Date.now();
+    await pool(Array.from({ length: n }, (_, i) => i), 16, async () => {
+      try {
+        sids.push(await initialize(url, agent));
+      } catch {
+        ++refused;
+      }
+    });
+    mem.session_setup_seconds = (Date.now() - t0) / 1000;
+    agent.destroy();
+    await sleep(1000);
+    mem.sessions = sids.length;
+    mem.sessions_refused = refused;
+    mem.sessions_kib = rssKiB(child.pid);
+    mem.kib_per_session = (mem.sessions_kib - mem.idle_kib) / Math.max(1, sids.length);
+    log(`memory: idle ${mem.idle_kib} KiB, ${sids.length} sessions ${mem.sessions_kib} KiB ` +
+      `(${mem.kib_per_session.toFixed(2)} KiB each, ${refused} refused)`);
+    // One standalone GET stream per session, all held open.
+    const sockets = [];
+    let failed = 0;
+    let firstFailure = '';
+    await pool(sids, 256, async (sid) => {
+      try {
+        sockets.push(await openStream(port, sid));
+      } catch (e) {
+        ++failed;
+        firstFailure ||= e.message;
+      }
+    });
+    await sleep(1000);
+    mem.streams = sockets.length;
+    mem.streams_failed = failed;
+    if (firstFailure) mem.first_stream_failure = firstFailure.slice(0, 200);
+    mem.streams_kib = rssKiB(child.pid);
+    mem.kib_per_stream = (mem.streams_kib - mem.sessions_kib) / Math.max(1, sockets.length);
+    log(`memory: ${sockets.length} open SSE streams ${mem.streams_kib} KiB ` +
+      `(${mem.kib_per_stream.toFixed(2)} KiB each on top of the session, ${failed} failed${firstFailure ? `: ${firstFailure}` : ''})`);
+    // Still answering, with all that held? (On one of the sessions: a new one may be
+    // over max_sessions, 10,000 by default.)
+    mem.answers_under_load = sids.length ? await checkEcho(url, sids[0]).then(() => true, () => false) : false;
+    for (const s of sockets) s.destroy();
+  } finally {
+    mem.exit = await stopProcess(child);
+  }
+  results.memory = mem;
+}
+
+async function microSection() {
+  const dir = path.join(buildDir, 'bench');
+  for (const exe of ['decode_bench', 'engine_bench', 'sse_bench']) {
+    const file = path.join(dir, exe);
+    if (!fs.existsSync(file)) {
+      results.notes.push(`${exe} is not built`);
+      continue;
+    }
+    const out = execFileSync(file, ['--benchmark_format=json', `--benchmark_min_time=${opt.microMinTime}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }).toString();
+    for (const b of JSON.parse(out).benchmarks) {
+      const scale = { ns: 1, us: 1e3, ms: 1e6, s: 1e9 }[b.time_unit] ?? 1;
+      results.micro.push({
+        executable: exe,
+        name: b.name,
+        ns_per_item: b.cpu_time * scale,
+        items_per_second: b.items_per_second ?? null,
+        error: b.error_occurred ? b.error_message : null,
+      });
+    }
+    log(`micro ${exe}: done`);
+  }
+}
+
+// ---- report --------------------------------------------------------------------------
+const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+const fmtUs = (x) => (!Number.isFinite(x) ? 'n/a' : x >= 1000 ? `${(x / 1000).toFixed(2)} ms` : `${Math.round(x)} µs`);
+const range = (s, f) => (s ? (s.n > 1 ? `${f(s.median)} (${f(s.min)}–${f(s.max)})` : f(s.median)) : 'n/a');
+const ratio = (a, b) => (a && b && b > 0 ? a / b : NaN);
+const fmtRatio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : 'n/a');
+
+function row(server, c) {
+  return results.http.find((r) => r.server === server && r.connections === c);
+}
+
+/// The floor at `c` connections: the nginx configuration with more requests per second.
+function floorAt(c) {
+  const cands = ['nginx-1w', 'nginx-2w'].map((n) => row(n, c)).filter(Boolean);
+  return cands.sort((a, b) => b.rps.median - a.rps.median)[0];
+}
+
+function headline() {
+  const h = [];
+  const add = (metric, value, target, pass, fmt = fmtRatio) =>
+    h.push({ metric, value, target, status: !Number.isFinite(value) ? 'n/a' : pass(value) ? 'met' : 'missed', shown: fmt(value) });
+  for (const c of [16, 64]) {
+    const floor = floorAt(c);
+    if (!floor) continue;
+    const j = row('droid-json', c);
+    const s = row('droid-sse', c);
+    add(`JSON mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(j?.rps.median, floor.rps.median), '≥ 0.80×', (v) => v >= 0.8);
+    add(`JSON mode CPU µs/req vs nginx (${floor.server}), ${c} conns`, ratio(j?.cpu_us_per_request.median, floor.cpu_us_per_request.median), '≤ 1.50×', (v) => v <= 1.5);
+    add(`SSE mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(s?.rps.median, floor.rps.median), '≥ 0.60×', (v) => v >= 0.6);
+  }
+  add('SSE mode req/s vs TS SDK SSE, 64 conns', ratio(row('droid-sse', 64)?.rps.median, row('ts-sse', 64)?.rps.median), '≥ 10×', (v) => v >= 10);
+  add('stateless JSON req/s vs TS SDK stateless, 64 conns', ratio(row('droid-stateless', 64)?.rps.median, row('ts-stateless', 64)?.rps.median), '—', () => true);
+  for (const m of ['droid-json', 'droid-sse', 'droid-stateless']) {
+    add(`p99 at 64 conns, ${m}`, row(m, 64)?.p99_us.median, '< 5 ms', (v) => v < 5000, fmtUs);
+  }
+  const sd = results.stdio.find((r) => r.server === 'droid');
+  const st = results.stdio.find((r) => r.server === 'ts');
+  add('stdio calls/s vs TS SDK', ratio(sd?.per_second.median, st?.per_second.median), '—', () => true);
+  if (results.memory) {
+    add(`resident memory per idle session (${results.memory.sessions} sessions)`, results.memory.kib_per_session, '< 4 KiB', (v) => v < 4, (v) => `${v.toFixed(2)} KiB`);
+  }
+  return h;
+}
+
+function markdown() {
+  const m = results.machine;
+  const L = [];
+  L.push('# protocol_droid bench results', '');
+  L.push(`Command: \`${results.command}\`  `);
+  L.push(`Machine: ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, ${m.nginx}, ${m.wrk}, node ${m.node}; ${m.date}  `);
+  L.push(`Load average at start ${m.loadavg_at_start.join(' ')}, at end ${m.loadavg_at_end.join(' ')} ` +
+    '(anything else running on the machine is noise in these numbers).  ');
+  L.push(`HTTP: wrk ${results.options.duration} s per run, ${results.options.repeats} run(s) per cell alternating the servers; ` +
+    'median (min–max). wrk shares the cores with the server: ratios are the headline.', '');
+  if (results.headline?.length) {
+    L.push('## Headline', '', '| measure | measured | target | |', '|---|---:|---:|---|');
+    for (const h of results.headline) L.push(`| ${h.metric} | ${h.shown} | ${h.target} | ${h.target === '—' ? '' : h.status} |`);
+    L.push('');
+  }
+  if (results.http.length) {
+    L.push('## HTTP: tools/call echo, keep-alive', '');
+    L.push('| server | conns | req/s | vs floor | p50 | p99 | server CPU µs/req | errors |');
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const c of results.options.connections) {
+      const floor = floorAt(c);
+      for (const r of results.http.filter((x) => x.connections === c)) {
+        L.push(`| ${r.label} | ${c} | ${range(r.rps, fmtInt)} | ${fmtRatio(ratio(r.rps.median, floor?.rps.median))} | ` +
+          `${range(r.p50_us, fmtUs)} | ${range(r.p99_us, fmtUs)} | ${range(r.cpu_us_per_request, (x) => x.toFixed(1))} | ${r.errors} |`);
+      }
+    }
+    L.push('', '"vs floor": against the faster nginx configuration at the same connection count.', '');
+  }
+  if (results.stdio.length) {
+    L.push('## stdio: pipelined tools/call through a pipe', '');
+    L.push('| server | calls | calls/s | server CPU µs/call |', '|---|---:|---:|---:|');
+    for (const r of results.stdio) {
+      L.push(`| ${r.label} | ${fmtInt(r.messages)} | ${range(r.per_second, fmtInt)} | ${range(r.cpu_us_per_message, (x) => x.toFixed(1))} |`);
+    }
+    L.push('');
+  }
+  if (results.memory) {
+    const x = results.memory;
+    L.push('## Memory: protocol_droid resident size (SSE mode server)', '');
+    L.push('| state | RSS | per item |', '|---|---:|---:|');
+    L.push(`| idle | ${fmtInt(x.idle_kib)} KiB | |`);
+    L.push(`| ${fmtInt(x.sessions)} initialized idle sessions${x.sessions_refused ? ` (${x.sessions_refused} refused)` : ''} | ${fmtInt(x.sessions_kib)} KiB | ${x.kib_per_session.toFixed(2)} KiB/session |`);
+    if (x.streams !== undefined) {
+      L.push(`| + ${fmtInt(x.streams)} open SSE GET streams${x.streams_failed ? ` (${x.streams_failed} failed)` : ''} | ${fmtInt(x.streams_kib)} KiB | ${x.kib_per_stream.toFixed(2)} KiB/stream |`);
+    }
+    L.push('');
+  }
+  if (results.micro.length) {
+    L.push('## Micro-benchmarks (Google Benchmark, CPU time)', '');
+    L.push('| benchmark | ns/item | items/s |', '|---|---:|---:|');
+    for (const b of results.micro) {
+      L.push(`| ${b.executable}/${b.name} | ${b.error ? `FAILED: ${b.error}` : b.ns_per_item.toFixed(1)} | ${fmtInt(b.items_per_second)} |`);
+    }
+    L.push('');
+  }
+  if (results.notes.length) {
+    L.push('## Notes', '', ...results.notes.map((n) => `- ${n}`), '');
+  }
+  return L.join('\n');
+}
+
+function plot() {
+  const servers = [...new Set(results.http.map((r) => r.server))];
+  if (!servers.length) return null;
+  const dat = path.join(outDir, 'throughput.dat');
+  const blocks = servers.map((s) => {
+    const rs = results.http.filter((r) => r.server === s);
+    return `# ${s}\n` + rs.map((r) => `${r.connections} ${r.rps.median} ${r.rps.min} ${r.rps.max}`).join('\n');
+  });
+  fs.writeFileSync(dat, blocks.join('\n\n\n') + '\n');
+  const png = path.join(outDir, 'throughput.png');
+  const labels = servers.map((s) => results.http.find((r) => r.server === s).label);
+  const script = [
+    'set terminal pngcairo size 1000,620 font ",10"',
+    `set output '${png}'`,
+    `set title "tools/call echo over HTTP keep-alive: median req/s (min–max), ${results.machine.cpus} cores shared with wrk"`,
+    'set xlabel "connections"',
+    'set ylabel "requests per second"',
+    'set logscale x 2',
+    'set xtics (1, 16, 64)',
+    'set xrange [0.8:80]',
+    'set yrange [0:*]',
+    'set grid',
+    'set key outside right top',
+    'plot ' + servers.map((s, i) =>
+      `'${dat}' index ${i} using 1:2:3:4 with yerrorlines lw 2 pt 7 title '${labels[i]}'`).join(', \\\n     '),
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(outDir, 'throughput.gp'), script);
+  try {
+    execFileSync('gnuplot', [path.join(outDir, 'throughput.gp')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return png;
+  } catch (e) {
+    results.notes.push(`gnuplot failed: ${e.stderr?.toString().trim() ?? e.message}`);
+    return null;
+  }
+}
+
+// ---- main ----------------------------------------------------------------------------
+async function main() {
+  if (!fs.existsSync(everythingServer)) throw new Error(`${everythingServer} is not built`);
+  const t0 = Date.now();
+  const sections = { http: httpSection, stdio: stdioSection, memory: memorySection, micro: microSection };
+  for (const name of opt.sections) {
+    if (!sections[name]) throw new Error(`unknown section ${name}`);
+    log(`---- ${name}`);
+    try {
+      await sections[name]();
+    } catch (e) {
+      log(`${name}: ${e.stack ?? e.message}`);
+      results.notes.push(`section ${name} failed: ${e.message}`);
+    }
+  }
+  results.headline = headline();
+  results.seconds = (Date.now() - t0) / 1000;
+  results.machine.loadavg_at_end = os.loadavg().map((x) => Number(x.toFixed(2)));
+  const png = plot();
+  const md = markdown() + (png ? `\nPlot: ${path.relative(root, png)}\n` : '');
+  fs.writeFileSync(path.join(outDir, 'results.md'), md);
+  fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  console.log(md);
+  log(`done in ${results.seconds.toFixed(0)} s; results in ${path.relative(root, outDir)}/`);
+}
+
+main().catch((e) => {
+  console.error('bench:', e.stack ?? e.message);
+  process.exit(1);
+});

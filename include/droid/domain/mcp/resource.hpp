@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// MCP resources: descriptors for `resources/list` and `resources/templates/list`, and
+/// the contents `resources/read` returns.
+///
+/// Domain layer: plain values; the handlers that produce contents live in the
+/// application layer (`server::resource`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include <droid/domain/mcp/tool.hpp>
+
+namespace droid {
+
+/// A concrete resource: what `resources/list` says about it.
+struct resource_info {
+  std::string uri{};
+  std::string name{};
+  std::string title{};
+  std::string description{};
+  std::string mime_type{};
+  /// Size in bytes, when known (lets a client decide before reading).
+  std::optional<std::int64_t> size{};
+  /// MCP annotations (`audience`, `priority`, `lastModified`), verbatim.
+  boost::json::object annotations{};
+  std::vector<icon> icons{};
+};
+
+/// A family of resources named by an RFC 6570 template (levels 1 and 2).
+struct resource_template_info {
+  std::string uri_template{};
+  std::string name{};
+  std::string title{};
+  std::string description{};
+  std::string mime_type{};
+  boost::json::object annotations{};
+  std::vector<icon> icons{};
+};
+
+/// One item of a `resources/read` result: text or a binary blob.
+struct resource_contents {
+  std::string uri{};
+  std::string mime_type{};
+  std::optional<std::string> text{};
+  /// Base64 of the bytes (see `blob_of`).
+  std::optional<std::string> blob{};
+
+  /// Text contents.
+  [[nodiscard]] static resource_contents text_of(std::string_view uri, std::string_view text,
+                                                 std::string_view mime_type = "text/plain");
+  /// Binary contents; `bytes` are raw and are base64-encoded here.
+  [[nodiscard]] static resource_contents blob_of(std::string_view uri, std::string_view bytes,
+                                                 std::string_view mime_type = "application/octet-stream");
+};
+
+[[nodiscard]] boost::json::object to_json(const resource_info& info);
+[[nodiscard]] boost::json::object to_json(const resource_template_info& info);
+[[nodiscard]] boost::json::object to_json(const resource_contents& contents);
+
+}  // namespace droid
