@@ -73,7 +73,9 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, i
                                                       request_scope scope) {
   const bool known = method == "ping" || method == "tools/list" || method == "tools/call" ||
                      (server_.resource_count() > 0 &&
-                      (method == "resources/list" || method == "resources/templates/list" || method == "resources/read"));
+                      (method == "resources/list" || method == "resources/templates/list" || method == "resources/read")) ||
+                     (server_.prompt_count() > 0 && (method == "prompts/list" || method == "prompts/get")) ||
+                     (server_.has_completers() && method == "completion/complete");
   if (!known) return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
@@ -85,6 +87,9 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, i
   if (method == "resources/list") return list_resources(params, false);
   if (method == "resources/templates/list") return list_resources(params, true);
   if (method == "resources/read") return read_resource(params, scope);
+  if (method == "prompts/list") return list_prompts(params);
+  if (method == "prompts/get") return get_prompt(params, scope);
+  if (method == "completion/complete") return complete(params, scope);
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
 }
 
@@ -200,6 +205,124 @@ std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, 
     return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
   }
   return run_read(std::move(entry), std::move(work));
+}
+
+reply dispatcher::list_prompts(ir::raw_json params) {
+  std::string from;
+  if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
+  std::string next;
+  return reply::ok(page_json("prompts", server_.prompts_from(from, next), next));
+}
+
+namespace {
+
+task<reply> run_prompt(std::shared_ptr<const prompt_entry> entry, task<prompt_result> work) {
+  prompt_result result;
+  try {
+    result = co_await std::move(work);
+  } catch (const std::exception& e) {
+    co_return reply::error(ir::errc::internal_error, std::string("Internal error: the prompt failed: ") + e.what());
+  }
+  (void)entry;
+  co_return reply::ok(ir::to_json_text(to_json(result)));
+}
+
+/// At most this many completion values go to the client (MCP's limit).
+constexpr std::size_t max_completions = 100;
+
+task<reply> run_completer(completer_fn fn, task<std::vector<std::string>> work) {
+  std::vector<std::string> values;
+  try {
+    values = co_await std::move(work);
+  } catch (const std::exception& e) {
+    co_return reply::error(ir::errc::internal_error, std::string("Internal error: the completer failed: ") + e.what());
+  }
+  (void)fn;
+  const std::size_t total = values.size();
+  boost::json::array shown;
+  for (std::size_t i = 0; i < total && i < max_completions; ++i) shown.emplace_back(values[i]);
+  boost::json::object completion{{"values", std::move(shown)}, {"total", total}, {"hasMore", total > max_completions}};
+  co_return reply::ok(ir::to_json_text(boost::json::object{{"completion", std::move(completion)}}));
+}
+
+}  // namespace
+
+std::variant<reply, task<reply>> dispatcher::get_prompt(ir::raw_json params, request_scope& scope) {
+  std::optional<std::string> name;
+  prompt_arguments args;
+  bool bad_arguments = false;
+  if (params.kind == ir::json_kind::object) {
+    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+      ir::json_node n, a;
+      if (p.find("name", n) && n.kind() == ir::json_node::type::string) name = std::string(n.string());
+      if (p.find("arguments", a) && a.kind() != ir::json_node::type::null) {
+        if (a.kind() != ir::json_node::type::object) {
+          bad_arguments = true;
+          return;
+        }
+        a.for_each_member([&](std::string_view k, const ir::json_node& v) {
+          if (v.kind() == ir::json_node::type::string) args.emplace(std::string(k), std::string(v.string()));
+          else bad_arguments = true;
+        });
+      }
+    });
+  }
+  if (!name) return reply::error(ir::errc::invalid_params, "Invalid params: name must be a string");
+  if (bad_arguments) return reply::error(ir::errc::invalid_params, "Invalid params: prompt arguments must be strings");
+  auto entry = server_.find_prompt(*name);
+  if (!entry) return reply::error(ir::errc::invalid_params, "Unknown prompt: " + *name);
+  for (const prompt_argument& a : entry->info.arguments)
+    if (a.required && !args.contains(a.name))
+      return reply::error(ir::errc::invalid_params, "Invalid params: missing required argument `" + a.name + "`");
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  task<prompt_result> work;
+  try {
+    work = entry->get(*scope.context, std::move(args));
+  } catch (const std::exception& e) {
+    return reply::error(ir::errc::internal_error, std::string("Internal error: the prompt failed: ") + e.what());
+  }
+  return run_prompt(std::move(entry), std::move(work));
+}
+
+std::variant<reply, task<reply>> dispatcher::complete(ir::raw_json params, request_scope& scope) {
+  std::string ref_type, ref, argument;
+  completion_request request;
+  bool ok = false;
+  if (params.kind == ir::json_kind::object) {
+    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+      ir::json_node r, t, n, a, an, av, ctx, ctx_args;
+      if (!p.find("ref", r) || !r.find("type", t) || t.kind() != ir::json_node::type::string) return;
+      ref_type = std::string(t.string());
+      const char* key = ref_type == "ref/prompt" ? "name" : ref_type == "ref/resource" ? "uri" : nullptr;
+      if (!key || !r.find(key, n) || n.kind() != ir::json_node::type::string) return;
+      ref = std::string(n.string());
+      if (!p.find("argument", a) || !a.find("name", an) || an.kind() != ir::json_node::type::string) return;
+      argument = std::string(an.string());
+      if (a.find("value", av) && av.kind() == ir::json_node::type::string) request.value = std::string(av.string());
+      if (p.find("context", ctx) && ctx.find("arguments", ctx_args))
+        ctx_args.for_each_member([&](std::string_view k, const ir::json_node& v) {
+          if (v.kind() == ir::json_node::type::string) request.context.emplace(std::string(k), std::string(v.string()));
+        });
+      ok = true;
+    });
+  }
+  if (!ok)
+    return reply::error(ir::errc::invalid_params,
+                        "Invalid params: completion/complete needs ref (ref/prompt with name, or ref/resource with "
+                        "uri) and argument.name");
+  if (!server_.has_reference(ref_type, ref))
+    return reply::error(ir::errc::invalid_params, "Invalid params: unknown " + ref_type + " " + ref);
+  completer_fn fn = server_.find_completer(ref_type, ref, argument);
+  // Nothing to suggest is an empty completion, not an error.
+  if (!fn) return reply::ok(R"({"completion":{"values":[],"total":0,"hasMore":false}})");
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  task<std::vector<std::string>> work;
+  try {
+    work = fn(*scope.context, std::move(request));
+  } catch (const std::exception& e) {
+    return reply::error(ir::errc::internal_error, std::string("Internal error: the completer failed: ") + e.what());
+  }
+  return run_completer(std::move(fn), std::move(work));
 }
 
 std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, request_scope& scope) {

@@ -66,6 +66,9 @@ class dispatcher {
  private:
   reply list_tools(ir::raw_json params);
   reply list_resources(ir::raw_json params, bool templates);
+  reply list_prompts(ir::raw_json params);
+  std::variant<reply, task<reply>> get_prompt(ir::raw_json params, request_scope& scope);
+  std::variant<reply, task<reply>> complete(ir::raw_json params, request_scope& scope);
   std::variant<reply, task<reply>> read_resource(ir::raw_json params, request_scope& scope);
   std::variant<reply, task<reply>> call_tool(ir::raw_json params, request_scope& scope);
 

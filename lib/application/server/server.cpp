@@ -27,6 +27,9 @@ struct server::registry {
   std::map<std::string, std::shared_ptr<const detail::tool_entry>, std::less<>> tools;
   std::map<std::string, std::shared_ptr<const detail::resource_entry>, std::less<>> resources;
   std::map<std::string, std::shared_ptr<const detail::resource_entry>, std::less<>> templates;
+  std::map<std::string, std::shared_ptr<const detail::prompt_entry>, std::less<>> prompts;
+  /// Completers by "ref type \n ref \n argument".
+  std::map<std::string, detail::completer_fn, std::less<>> completers;
   std::vector<std::weak_ptr<session>> sessions;
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
 };
@@ -92,6 +95,88 @@ bool server::remove_resource(std::string_view key) {
   }
   notify_list_changed("notifications/resources/list_changed");
   return true;
+}
+
+void server::add_prompt(std::shared_ptr<detail::prompt_entry> entry) {
+  if (entry->info.name.empty()) throw std::invalid_argument("droid: a prompt needs a name");
+  if (entry->info.description.empty())
+    throw std::invalid_argument("droid: prompt \"" + entry->info.name + "\" needs a description: clients reject prompts without one");
+  entry->listing = ir::to_json_text(to_json(entry->info));
+  {
+    std::lock_guard lock(registry_->mutex);
+    auto [it, inserted] = registry_->prompts.try_emplace(entry->info.name, nullptr);
+    if (!inserted) throw std::invalid_argument("droid: a prompt named \"" + entry->info.name + "\" is already registered");
+    it->second = std::move(entry);
+  }
+  notify_list_changed("notifications/prompts/list_changed");
+}
+
+bool server::remove_prompt(std::string_view name) {
+  {
+    std::lock_guard lock(registry_->mutex);
+    auto it = registry_->prompts.find(name);
+    if (it == registry_->prompts.end()) return false;
+    registry_->prompts.erase(it);
+  }
+  notify_list_changed("notifications/prompts/list_changed");
+  return true;
+}
+
+std::size_t server::prompt_count() const {
+  std::lock_guard lock(registry_->mutex);
+  return registry_->prompts.size();
+}
+
+std::shared_ptr<const detail::prompt_entry> server::find_prompt(std::string_view name) const {
+  std::lock_guard lock(registry_->mutex);
+  auto it = registry_->prompts.find(name);
+  return it == registry_->prompts.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const detail::prompt_entry>> server::prompts_from(std::string_view from,
+                                                                              std::string& next) const {
+  std::vector<std::shared_ptr<const detail::prompt_entry>> page;
+  next.clear();
+  std::lock_guard lock(registry_->mutex);
+  auto it = registry_->prompts.lower_bound(from);
+  for (; it != registry_->prompts.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
+  if (it != registry_->prompts.end()) next = it->first;
+  return page;
+}
+
+namespace {
+std::string completer_key(std::string_view type, std::string_view ref, std::string_view argument) {
+  std::string key(type);
+  key += '\n';
+  key += ref;
+  key += '\n';
+  key += argument;
+  return key;
+}
+}  // namespace
+
+void server::add_completer(std::string ref_type, std::string ref, std::string argument, detail::completer_fn fn) {
+  std::lock_guard lock(registry_->mutex);
+  registry_->completers[completer_key(ref_type, ref, argument)] = std::move(fn);
+}
+
+detail::completer_fn server::find_completer(std::string_view ref_type, std::string_view ref,
+                                            std::string_view argument) const {
+  std::lock_guard lock(registry_->mutex);
+  auto it = registry_->completers.find(completer_key(ref_type, ref, argument));
+  return it == registry_->completers.end() ? nullptr : it->second;
+}
+
+bool server::has_completers() const {
+  std::lock_guard lock(registry_->mutex);
+  return !registry_->completers.empty();
+}
+
+bool server::has_reference(std::string_view ref_type, std::string_view ref) const {
+  std::lock_guard lock(registry_->mutex);
+  if (ref_type == "ref/prompt") return registry_->prompts.contains(ref);
+  if (ref_type == "ref/resource") return registry_->templates.contains(ref) || registry_->resources.contains(ref);
+  return false;
 }
 
 std::size_t server::resource_count() const {

@@ -332,6 +332,8 @@ std::string initialize_result(const server& srv, std::string_view version) {
   caps["logging"] = boost::json::object{};
   if (srv.resource_count() > 0)
     caps["resources"] = boost::json::object{{"subscribe", true}, {"listChanged", true}};
+  if (srv.prompt_count() > 0) caps["prompts"] = boost::json::object{{"listChanged", true}};
+  if (srv.has_completers()) caps["completions"] = boost::json::object{};
   boost::json::object server_info_json{{"name", info.name}, {"version", info.version}};
   if (!info.title.empty()) server_info_json["title"] = info.title;
   if (!info.website_url.empty()) server_info_json["websiteUrl"] = info.website_url;

@@ -38,6 +38,7 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/prompt.hpp>
 #include <droid/domain/mcp/resource.hpp>
 #include <droid/domain/mcp/uri_template.hpp>
 #include <droid/domain/mcp/schema.hpp>
@@ -145,6 +146,25 @@ struct resource_entry {
   std::function<task<std::vector<resource_contents>>(tool_context&, resource_request_base)> read;
 };
 
+/// A prompt's arguments by name (prompt arguments are strings).
+using prompt_arguments_base = std::map<std::string, std::string, std::less<>>;
+
+/// A registered prompt.
+struct prompt_entry {
+  prompt_info info;
+  std::string listing;
+  std::function<task<prompt_result>(tool_context&, prompt_arguments_base)> get;
+};
+
+/// What a completer receives: the partial value, and the other arguments already chosen
+/// (`context.arguments`, MCP 2025-06-18).
+struct completion_request_base {
+  std::string value{};
+  std::map<std::string, std::string, std::less<>> context{};
+};
+
+using completer_fn = std::function<task<std::vector<std::string>>(tool_context&, completion_request_base)>;
+
 template <class Args>
 constexpr bool typed_args = described_struct<Args> || std::is_same_v<Args, boost::json::object>;
 
@@ -172,6 +192,10 @@ bool decode_arguments(const ir::json_node* node, Args& out, std::string& error) 
 /// What a resource handler receives: the URI read, and the template's variables
 /// (empty for a concrete resource).
 using resource_request = detail::resource_request_base;
+/// A prompt's arguments, by name.
+using prompt_arguments = detail::prompt_arguments_base;
+/// What a completer receives.
+using completion_request = detail::completion_request_base;
 
 /// The registries of one MCP server.
 ///
@@ -292,6 +316,41 @@ class server {
     return *this;
   }
 
+  /// Registers a prompt. `handler` is `task<prompt_result>(tool_context&, prompt_arguments)`
+  /// and runs on `prompts/get` after the required arguments were checked.
+  /// Errors: `std::invalid_argument` for an empty name or description, or a name taken.
+  template <class Handler>
+  server& prompt(prompt_info info, Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    static_assert(std::is_invocable_r_v<task<prompt_result>, H&, tool_context&, prompt_arguments>,
+                  "droid: a prompt handler is task<droid::prompt_result>(droid::tool_context&, droid::prompt_arguments)");
+    auto entry = std::make_shared<detail::prompt_entry>();
+    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+    entry->get = [shared](tool_context& ctx, prompt_arguments args) { return (*shared)(ctx, std::move(args)); };
+    entry->info = std::move(info);
+    add_prompt(std::move(entry));
+    return *this;
+  }
+
+  /// Removes a prompt; sessions get `notifications/prompts/list_changed`.
+  bool remove_prompt(std::string_view name);
+
+  /// Registers what `completion/complete` offers for argument `argument` of prompt
+  /// `prompt`. `completer` is `task<std::vector<std::string>>(tool_context&,
+  /// completion_request)`; at most 100 values are sent, with `total` and `hasMore`.
+  template <class Completer>
+  server& complete_prompt_argument(std::string prompt, std::string argument, Completer&& completer) {
+    add_completer("ref/prompt", std::move(prompt), std::move(argument), make_completer(std::forward<Completer>(completer)));
+    return *this;
+  }
+  /// The same for variable `variable` of the resource template `uri_template`.
+  template <class Completer>
+  server& complete_resource_variable(std::string uri_template, std::string variable, Completer&& completer) {
+    add_completer("ref/resource", std::move(uri_template), std::move(variable),
+                  make_completer(std::forward<Completer>(completer)));
+    return *this;
+  }
+
   /// Removes a resource (by URI) or a template (by its text); sessions get
   /// `notifications/resources/list_changed`. Returns false when there was none.
   bool remove_resource(std::string_view uri_or_template);
@@ -302,6 +361,8 @@ class server {
 
   [[nodiscard]] std::size_t tool_count() const;
   [[nodiscard]] std::size_t resource_count() const;
+  [[nodiscard]] std::size_t prompt_count() const;
+  [[nodiscard]] bool has_completers() const;
 
   /// Calls `handler(peer)` when a client says its roots changed
   /// (`notifications/roots/list_changed`). Why a callback and not a re-list here: asking
@@ -326,6 +387,17 @@ class server {
   /// variables filled in), else null.
   [[nodiscard]] std::shared_ptr<const detail::resource_entry> find_resource(std::string_view uri,
                                                                           uri_template::value_map& variables) const;
+  /// The prompt named `name`, or null.
+  [[nodiscard]] std::shared_ptr<const detail::prompt_entry> find_prompt(std::string_view name) const;
+  /// A page of prompts, as for `tools_from`.
+  [[nodiscard]] std::vector<std::shared_ptr<const detail::prompt_entry>> prompts_from(std::string_view from,
+                                                                                     std::string& next) const;
+  /// The completer for (`ref_type`, `ref`, `argument`), or null.
+  [[nodiscard]] detail::completer_fn find_completer(std::string_view ref_type, std::string_view ref,
+                                                    std::string_view argument) const;
+  /// True when a prompt `name` or a template `text` exists, for completion's -32602.
+  [[nodiscard]] bool has_reference(std::string_view ref_type, std::string_view ref) const;
+
   /// A page of resources (`templates` false) or templates, as for `tools_from`.
   [[nodiscard]] std::vector<std::shared_ptr<const detail::resource_entry>> resources_from(bool templates,
                                                                                          std::string_view from,
@@ -347,6 +419,17 @@ class server {
 
   void add_tool(std::shared_ptr<detail::tool_entry> entry);
   void add_resource(std::shared_ptr<detail::resource_entry> entry, bool is_template);
+  void add_prompt(std::shared_ptr<detail::prompt_entry> entry);
+  void add_completer(std::string ref_type, std::string ref, std::string argument, detail::completer_fn fn);
+
+  template <class Completer>
+  static detail::completer_fn make_completer(Completer&& completer) {
+    using C = std::decay_t<Completer>;
+    static_assert(std::is_invocable_r_v<task<std::vector<std::string>>, C&, tool_context&, completion_request>,
+                  "droid: a completer is task<std::vector<std::string>>(droid::tool_context&, droid::completion_request)");
+    auto shared = std::make_shared<C>(std::forward<Completer>(completer));
+    return [shared](tool_context& ctx, completion_request req) { return (*shared)(ctx, std::move(req)); };
+  }
 
   template <class Handler>
   static std::function<task<std::vector<resource_contents>>(tool_context&, resource_request)>

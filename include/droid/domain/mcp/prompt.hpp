@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// MCP prompts: what `prompts/list` says about a prompt, and what `prompts/get` returns.
+///
+/// Domain layer: plain values; handlers live in the application layer (`server::prompt`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/tool.hpp>
+
+namespace droid {
+
+/// One argument a prompt takes (prompt arguments are strings).
+struct prompt_argument {
+  std::string name{};
+  std::string title{};
+  std::string description{};
+  bool required = false;
+};
+
+/// Everything `prompts/list` reports about one prompt.
+struct prompt_info {
+  std::string name{};
+  std::string title{};
+  std::string description{};
+  std::vector<prompt_argument> arguments{};
+  std::vector<icon> icons{};
+};
+
+/// One message of a prompt: a role and one content block (text, image, audio, an
+/// embedded resource or a resource link).
+struct prompt_message {
+  std::string role = "user";  ///< "user" or "assistant"
+  content block = content::text("");
+
+  [[nodiscard]] static prompt_message user(content c) { return prompt_message{"user", std::move(c)}; }
+  [[nodiscard]] static prompt_message assistant(content c) { return prompt_message{"assistant", std::move(c)}; }
+};
+
+/// What `prompts/get` returns.
+struct prompt_result {
+  std::string description{};
+  std::vector<prompt_message> messages{};
+};
+
+[[nodiscard]] boost::json::object to_json(const prompt_info& info);
+[[nodiscard]] boost::json::object to_json(const prompt_result& result);
+
+}  // namespace droid

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Prompts and completion through the session.
+#include <droid/application/server/server.hpp>
+
+#include <memory>
+#include <string>
+
+#include <asio/io_context.hpp>
+
+#include <boost/json/value.hpp>
+
+#include <doctest/doctest.h>
+
+#include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+struct fixture {
+  asio::io_context io;
+  droid::server srv{droid::server_info{.name = "prompts-test", .version = "1"}};
+  std::shared_ptr<droid::test::capture> out = std::make_shared<droid::test::capture>();
+  std::shared_ptr<droid::session> s;
+  std::string seen_context;
+
+  fixture() {
+    srv.prompt(droid::prompt_info{.name = "test_simple_prompt", .description = "A simple prompt"},
+               [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
+                 droid::prompt_result r;
+                 r.messages.push_back(droid::prompt_message::user(droid::content::text("This is a simple prompt")));
+                 co_return r;
+               });
+    srv.prompt(droid::prompt_info{.name = "test_prompt_with_arguments",
+                                  .description = "Takes two arguments",
+                                  .arguments = {{.name = "arg1", .description = "First", .required = true},
+                                                {.name = "arg2", .required = true},
+                                                {.name = "extra"}}},
+               [](droid::tool_context&, droid::prompt_arguments a) -> droid::task<droid::prompt_result> {
+                 droid::prompt_result r;
+                 r.description = "with arguments";
+                 r.messages.push_back(droid::prompt_message::user(
+                     droid::content::text("Prompt with arguments: arg1='" + a.at("arg1") + "', arg2='" + a.at("arg2") + "'")));
+                 r.messages.push_back(droid::prompt_message::assistant(droid::content::image("aGk=", "image/png")));
+                 r.messages.push_back(
+                     droid::prompt_message::user(droid::content::embedded_text("test://r", "embedded")));
+                 co_return r;
+               });
+    srv.complete_prompt_argument("test_prompt_with_arguments", "arg2",
+                                 [this](droid::tool_context&, droid::completion_request req)
+                                     -> droid::task<std::vector<std::string>> {
+                                   seen_context = req.context.contains("arg1") ? req.context.at("arg1") : "";
+                                   std::vector<std::string> values;
+                                   for (int i = 0; i < 150; ++i) values.push_back(req.value + std::to_string(i));
+                                   co_return values;
+                                 });
+    s = droid::session::create(srv, io.get_executor(), out);
+    feed(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  }
+  ~fixture() {
+    s->close();
+    droid::test::poll(io);
+  }
+  void feed(const std::string& text) {
+    auto d = droid::ir::decode(text);
+    if (auto* m = std::get_if<droid::ir::message>(&d)) s->receive(std::move(*m));
+    droid::test::poll(io);
+  }
+  boost::json::value request(const std::string& method, const std::string& params) {
+    feed(R"({"jsonrpc":"2.0","id":9,"method":")" + method + R"(","params":)" + params + "}");
+    REQUIRE_FALSE(out->sent.empty());
+    return out->pop();
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("application/prompts") {
+  TEST_CASE("initialize declares prompts and completions") {
+    fixture f;
+    const auto caps = f.out->pop().at("result").at("capabilities");
+    CHECK(caps.at("prompts") == boost::json::object{{"listChanged", true}});
+    CHECK(caps.at("completions") == boost::json::object{});
+  }
+
+  TEST_CASE("prompts/list lists names, descriptions and arguments") {
+    fixture f;
+    f.out->sent.clear();
+    const auto r = f.request("prompts/list", "{}");
+    const auto& prompts = r.at("result").at("prompts").as_array();
+    REQUIRE(prompts.size() == 2);
+    const auto& args = prompts[0].at("arguments").as_array();
+    CHECK(args.at(0).at("name") == "arg1");
+    CHECK(args.at(0).at("required") == true);
+    CHECK(args.at(2).at("required") == false);
+    CHECK_FALSE(prompts[1].as_object().contains("arguments"));
+  }
+
+  TEST_CASE("prompts/get returns messages with text, image and embedded resource content") {
+    fixture f;
+    f.out->sent.clear();
+    auto r = f.request("prompts/get", R"({"name":"test_prompt_with_arguments","arguments":{"arg1":"a","arg2":"b"}})");
+    const auto& messages = r.at("result").at("messages").as_array();
+    REQUIRE(messages.size() == 3);
+    CHECK(messages[0].at("content").at("text") == "Prompt with arguments: arg1='a', arg2='b'");
+    CHECK(messages[1].at("role") == "assistant");
+    CHECK(messages[1].at("content").at("type") == "image");
+    CHECK(messages[2].at("content").at("resource").at("uri") == "test://r");
+    r = f.request("prompts/get", R"({"name":"test_simple_prompt"})");
+    CHECK(r.at("result").at("messages").at(0).at("content").at("text") == "This is a simple prompt");
+  }
+
+  TEST_CASE("unknown prompts, missing required arguments and non-string arguments are -32602") {
+    fixture f;
+    f.out->sent.clear();
+    CHECK(f.request("prompts/get", R"({"name":"nope"})").at("error").at("code") == -32602);
+    const auto missing = f.request("prompts/get", R"({"name":"test_prompt_with_arguments","arguments":{"arg1":"a"}})");
+    CHECK(missing.at("error").at("code") == -32602);
+    CHECK(std::string(missing.at("error").at("message").as_string()).find("`arg2`") != std::string::npos);
+    CHECK(f.request("prompts/get", R"({"name":"test_simple_prompt","arguments":{"x":1}})").at("error").at("code") ==
+          -32602);
+  }
+
+  TEST_CASE("completion returns at most 100 values with total and hasMore, and sees the context") {
+    fixture f;
+    f.out->sent.clear();
+    const auto r = f.request("completion/complete",
+                             R"({"ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},)"
+                             R"("argument":{"name":"arg2","value":"v"},"context":{"arguments":{"arg1":"chosen"}}})");
+    const auto& c = r.at("result").at("completion");
+    CHECK(c.at("values").as_array().size() == 100);
+    CHECK(c.at("values").at(0) == "v0");
+    CHECK(c.at("total") == 150);
+    CHECK(c.at("hasMore") == true);
+    CHECK(f.seen_context == "chosen");
+  }
+
+  TEST_CASE("completion without a completer is empty; an unknown reference is -32602") {
+    fixture f;
+    f.out->sent.clear();
+    auto r = f.request("completion/complete",
+                       R"({"ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},"argument":{"name":"arg1","value":""}})");
+    CHECK(r.at("result").at("completion").at("values").as_array().empty());
+    r = f.request("completion/complete", R"({"ref":{"type":"ref/prompt","name":"nope"},"argument":{"name":"a","value":""}})");
+    CHECK(r.at("error").at("code") == -32602);
+    CHECK(f.request("completion/complete", R"({"argument":{}})").at("error").at("code") == -32602);
+  }
+
+  TEST_CASE("adding and removing prompts notifies list_changed; bad registrations are refused") {
+    fixture f;
+    f.out->sent.clear();
+    auto handler = [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
+      co_return droid::prompt_result{};
+    };
+    f.srv.prompt(droid::prompt_info{.name = "late", .description = "Late"}, handler);
+    droid::test::poll(f.io);
+    CHECK(f.out->pop().at("method") == "notifications/prompts/list_changed");
+    CHECK(f.srv.remove_prompt("late"));
+    droid::test::poll(f.io);
+    CHECK(f.out->pop().at("method") == "notifications/prompts/list_changed");
+    CHECK_THROWS_AS(f.srv.prompt(droid::prompt_info{.name = "x"}, handler), std::invalid_argument);
+    CHECK_THROWS_AS(f.srv.prompt(droid::prompt_info{.name = "test_simple_prompt", .description = "d"}, handler),
+                    std::invalid_argument);
+  }
+}
