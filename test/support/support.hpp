@@ -107,3 +107,49 @@ struct manual_wait_traits {
 using manual_timer = asio::basic_waitable_timer<manual_clock, manual_wait_traits>;
 
 }  // namespace droid::test
+
+#include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+namespace droid::test {
+
+/// Drives one session with no I/O: feeds it JSON text, steps the io_context, and reads
+/// what it sent. Shared by the application tests so each states only its server.
+struct session_driver {
+  asio::io_context io;
+  std::shared_ptr<capture> out = std::make_shared<capture>();
+  std::shared_ptr<droid::session> s;
+
+  /// Starts a session on `srv` and, when `capabilities` is given, initializes it with
+  /// them (the initialize response stays in `out`).
+  void start(droid::server& srv, const std::string& capabilities = "{}") {
+    s = droid::session::create(srv, io.get_executor(), out);
+    feed(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":)" +
+         capabilities + R"(,"clientInfo":{"name":"t","version":"1"}}})");
+  }
+  ~session_driver() { stop(); }
+  /// Ends the session and lets its tasks unwind. A derived fixture that owns the server
+  /// calls it from its own destructor, because the server must outlive the session.
+  void stop() {
+    if (s) s->close();
+    poll(io);
+    s.reset();
+  }
+  void feed(const std::string& text) {
+    auto d = droid::ir::decode(text);
+    if (auto* m = std::get_if<droid::ir::message>(&d)) {
+      s->receive(std::move(*m));
+    } else {
+      s->reject(std::get<droid::ir::rejection>(d));
+    }
+    poll(io);
+  }
+  /// Sends request id 9 and returns the one message it produced.
+  boost::json::value request(const std::string& method, const std::string& params) {
+    feed(R"({"jsonrpc":"2.0","id":9,"method":")" + method + R"(","params":)" + params + "}");
+    if (out->sent.empty()) throw std::runtime_error("no answer to " + method);
+    return out->pop();
+  }
+};
+
+}  // namespace droid::test

@@ -19,11 +19,8 @@
 
 namespace {
 
-struct fixture {
-  asio::io_context io;
+struct fixture : droid::test::session_driver {
   droid::server srv{droid::server_info{.name = "prompts-test", .version = "1"}};
-  std::shared_ptr<droid::test::capture> out = std::make_shared<droid::test::capture>();
-  std::shared_ptr<droid::session> s;
   std::string seen_context;
 
   fixture() {
@@ -56,23 +53,10 @@ struct fixture {
                                    for (int i = 0; i < 150; ++i) values.push_back(req.value + std::to_string(i));
                                    co_return values;
                                  });
-    s = droid::session::create(srv, io.get_executor(), out);
-    feed(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+    start(srv);
   }
-  ~fixture() {
-    s->close();
-    droid::test::poll(io);
-  }
-  void feed(const std::string& text) {
-    auto d = droid::ir::decode(text);
-    if (auto* m = std::get_if<droid::ir::message>(&d)) s->receive(std::move(*m));
-    droid::test::poll(io);
-  }
-  boost::json::value request(const std::string& method, const std::string& params) {
-    feed(R"({"jsonrpc":"2.0","id":9,"method":")" + method + R"(","params":)" + params + "}");
-    REQUIRE_FALSE(out->sent.empty());
-    return out->pop();
-  }
+  // The session must end before the server (a member of this class) does.
+  ~fixture() { stop(); }
 };
 
 }  // namespace
