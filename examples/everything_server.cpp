@@ -21,6 +21,8 @@
 
 #include <droid/droid.hpp>
 
+#include "conformance_tools.hpp"
+
 namespace {
 
 struct echo_args {
@@ -292,6 +294,7 @@ int main(int argc, char** argv) {
       "client_info.";
   droid::server server(std::move(info));
   register_tools(server);
+  register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
 
   if (http_address) {
     const auto colon = http_address->rfind(':');

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The names and behaviours the official MCP conformance suite
+/// (`@modelcontextprotocol/conformance`) expects of the server it tests: the `test_*`
+/// tools, the `test://` resources and template, the `test_*` prompts and their completion,
+/// `test_reconnection` and `json_schema_2020_12_tool`. `scripts/conformance` runs the
+/// suite against everything-server, which registers them with `register_conformance`.
+///
+/// Written with the public API only: each registration is also a small example of one
+/// feature (content blocks, progress, logging, sampling, elicitation, stream resumption,
+/// raw JSON Schema, resources, templates, prompts, completion).
+#pragma once
+
+#include <droid/droid.hpp>
+
+/// Registers every conformance fixture on `server`.
+void register_conformance(droid::server& server);
