@@ -8,6 +8,7 @@
 
 #include <asio/io_context.hpp>
 
+#include <boost/describe.hpp>
 #include <boost/json/value.hpp>
 
 #include <doctest/doctest.h>
@@ -16,6 +17,21 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "support.hpp"
+
+namespace {
+
+struct review_args {
+  std::string code;
+  std::optional<std::string> focus;
+};
+BOOST_DESCRIBE_STRUCT(review_args, (), (code, focus))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<review_args> {
+  static constexpr droid::field_hint fields[] = {{"code", "The code to review"}};
+};
 
 namespace {
 
@@ -45,6 +61,12 @@ struct fixture : droid::test::session_driver {
                      droid::prompt_message::user(droid::content::embedded_text("test://r", "embedded")));
                  co_return r;
                });
+    srv.prompt("review", "Reviews code", [](droid::tool_context&, review_args a) -> droid::task<droid::prompt_result> {
+      droid::prompt_result r;
+      r.messages.push_back(droid::prompt_message::user(
+          droid::content::text("review " + a.code + " for " + a.focus.value_or("anything"))));
+      co_return r;
+    });
     srv.complete_prompt_argument("test_prompt_with_arguments", "arg2",
                                  [this](droid::tool_context&, droid::completion_request req)
                                      -> droid::task<std::vector<std::string>> {
@@ -74,12 +96,15 @@ TEST_SUITE("application/prompts") {
     f.out->sent.clear();
     const auto r = f.request("prompts/list", "{}");
     const auto& prompts = r.at("result").at("prompts").as_array();
-    REQUIRE(prompts.size() == 2);
-    const auto& args = prompts[0].at("arguments").as_array();
+    REQUIRE(prompts.size() == 3);  // review, test_prompt_with_arguments, test_simple_prompt
+    const auto& typed = prompts[0].at("arguments").as_array();
+    CHECK(typed.at(0) == boost::json::object{{"name", "code"}, {"description", "The code to review"}, {"required", true}});
+    CHECK(typed.at(1) == boost::json::object{{"name", "focus"}, {"required", false}});
+    const auto& args = prompts[1].at("arguments").as_array();
     CHECK(args.at(0).at("name") == "arg1");
     CHECK(args.at(0).at("required") == true);
     CHECK(args.at(2).at("required") == false);
-    CHECK_FALSE(prompts[1].as_object().contains("arguments"));
+    CHECK_FALSE(prompts[2].as_object().contains("arguments"));
   }
 
   TEST_CASE("prompts/get returns messages with text, image and embedded resource content") {
@@ -147,5 +172,15 @@ TEST_SUITE("application/prompts") {
     CHECK_THROWS_AS(f.srv.prompt(droid::prompt_info{.name = "x"}, handler), std::invalid_argument);
     CHECK_THROWS_AS(f.srv.prompt(droid::prompt_info{.name = "test_simple_prompt", .description = "d"}, handler),
                     std::invalid_argument);
+  }
+
+  TEST_CASE("typed prompt arguments are decoded from the strings the client sent") {
+    fixture f;
+    f.out->sent.clear();
+    auto r = f.request("prompts/get", R"({"name":"review","arguments":{"code":"x++"}})");
+    CHECK(r.at("result").at("messages").at(0).at("content").at("text") == "review x++ for anything");
+    r = f.request("prompts/get", R"({"name":"review","arguments":{"code":"x++","focus":"style"}})");
+    CHECK(r.at("result").at("messages").at(0).at("content").at("text") == "review x++ for style");
+    CHECK(f.request("prompts/get", R"({"name":"review"})").at("error").at("code") == -32602);
   }
 }

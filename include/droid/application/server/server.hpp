@@ -332,6 +332,41 @@ class server {
     return *this;
   }
 
+  /// Registers a prompt whose arguments are the members of the described struct `Args`
+  /// (each `std::string`, or `std::optional<std::string>` for an optional argument; the
+  /// descriptions come from `droid::field_hints<Args>`). `handler` is
+  /// `task<prompt_result>(tool_context&, Args)`.
+  template <class Handler>
+  server& prompt(std::string name, std::string description, Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    using traits = detail::callable_traits<H>;
+    using args = typename traits::args;
+    static_assert(std::tuple_size_v<args> == 2, "droid: a typed prompt handler takes (droid::tool_context&, Args)");
+    using A = std::remove_cvref_t<std::tuple_element_t<1, args>>;
+    static_assert(detail::described_struct<A>, "droid: typed prompt arguments must be a Boost.Describe'd struct");
+    prompt_info info;
+    info.name = std::move(name);
+    info.description = std::move(description);
+    boost::mp11::mp_for_each<detail::public_members<A>>([&](auto d) {
+      using M = std::remove_cvref_t<decltype(std::declval<A&>().*d.pointer)>;
+      static_assert(std::is_same_v<M, std::string> || std::is_same_v<M, std::optional<std::string>>,
+                    "droid: prompt arguments are strings: use std::string or std::optional<std::string>");
+      prompt_argument a;
+      a.name = d.name;
+      if (const field_hint* h = detail::find_hint<A>(d.name)) a.description = std::string(h->description);
+      a.required = std::is_same_v<M, std::string>;
+      info.arguments.push_back(std::move(a));
+    });
+    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+    return prompt(std::move(info), [shared](tool_context& ctx, prompt_arguments given) -> task<prompt_result> {
+      A typed{};
+      boost::mp11::mp_for_each<detail::public_members<A>>([&](auto d) {
+        if (auto it = given.find(d.name); it != given.end()) typed.*d.pointer = it->second;
+      });
+      return (*shared)(ctx, std::move(typed));
+    });
+  }
+
   /// Removes a prompt; sessions get `notifications/prompts/list_changed`.
   bool remove_prompt(std::string_view name);
 
