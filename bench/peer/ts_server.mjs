@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 // The bench's reference peer: the official MCP TypeScript SDK (pinned in package.json)
 // serving the same `echo` tool as protocol_droid's everything-server ({text} -> that text
-// as text content), written the way the SDK's own examples write a server.
+// as text content), written the way the SDK's own examples write a server. It also has
+// everything-server's `summarize` ({text} -> one sampling/createMessage to the client on
+// the request's stream -> "summary from MODEL: TEXT"), for the exchange rows.
 //
 //   node bench/peer/ts_server.mjs --mode sse [--port N]        # stateful, event-stream answers
 //   node bench/peer/ts_server.mjs --mode stateless [--port N]  # no sessions, JSON answers
@@ -16,7 +18,7 @@ import http from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 
 function option(name, fallback) {
@@ -33,6 +35,30 @@ function makeServer() {
     'echo',
     { description: 'Echoes its text back', inputSchema: { text: z.string().describe('The text to send back') } },
     async ({ text }) => ({ content: [{ type: 'text', text }] }),
+  );
+  server.registerTool(
+    'summarize',
+    {
+      description: "Asks the client's model (sampling) to summarize a text",
+      inputSchema: { text: z.string(), max_tokens: z.number().int().optional() },
+    },
+    async ({ text, max_tokens: maxTokens }, extra) => {
+      // extra.sendRequest sends on this request's stream, as ctx.sample does in C++.
+      const answer = await extra.sendRequest(
+        {
+          method: 'sampling/createMessage',
+          params: {
+            messages: [{ role: 'user', content: { type: 'text', text: `Summarize briefly:\n${text}` } }],
+            systemPrompt: 'You write one-sentence summaries.',
+            maxTokens: maxTokens ?? 200,
+          },
+        },
+        CreateMessageResultSchema,
+        { timeout: 60_000 },
+      );
+      const said = answer.content.type === 'text' ? answer.content.text : '';
+      return { content: [{ type: 'text', text: `summary from ${answer.model}: ${said}` }] };
+    },
   );
   return server;
 }

@@ -4,6 +4,7 @@
 /// listener calls for every event it writes (a private header, hence droid_private_dep).
 /// Checks the framing once against the literal the event-stream format requires before
 /// timing (STYLE.md 3.9).
+#include <cstdint>
 #include <string>
 
 #include <benchmark/benchmark.h>
