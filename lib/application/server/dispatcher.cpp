@@ -93,33 +93,6 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, i
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
 }
 
-reply dispatcher::list_tools(ir::raw_json params) {
-  std::string from;
-  if (params.kind == ir::json_kind::object) {
-    bool bad = false;
-    const std::error_code ec = ir::visit_json(params.text, [&](const ir::json_node& p) {
-      ir::json_node cursor;
-      if (!p.find("cursor", cursor) || cursor.kind() == ir::json_node::type::null) return;
-      bad = cursor.kind() != ir::json_node::type::string || !decode_cursor(cursor.string(), from);
-    });
-    if (ec || bad) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
-  }
-  std::string next;
-  const auto page = server_.tools_from(from, next);
-  std::string out = R"({"tools":[)";
-  for (std::size_t i = 0; i < page.size(); ++i) {
-    if (i) out += ',';
-    out += page[i]->listing;
-  }
-  out += ']';
-  if (!next.empty()) {
-    out += R"(,"nextCursor":)";
-    ir::append_json_string(out, encode_cursor(next));
-  }
-  out += '}';
-  return reply::ok(std::move(out));
-}
-
 namespace {
 
 /// The cursor of a list request, decoded into the key the next page starts at.
@@ -171,6 +144,14 @@ task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entr
 
 }  // namespace
 
+reply dispatcher::list_tools(ir::raw_json params) {
+  std::string from;
+  if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
+  std::string next;
+  const auto page = server_.tools_from(from, next);
+  return reply::ok(page_json("tools", page, next));
+}
+
 reply dispatcher::list_resources(ir::raw_json params, bool templates) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
@@ -180,13 +161,7 @@ reply dispatcher::list_resources(ir::raw_json params, bool templates) {
 }
 
 std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, request_scope& scope) {
-  std::optional<std::string> uri;
-  if (params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
-      ir::json_node u;
-      if (p.find("uri", u) && u.kind() == ir::json_node::type::string) uri = std::string(u.string());
-    });
-  }
+  const std::optional<std::string> uri = ir::string_member(params, "uri");
   if (!uri) return reply::error(ir::errc::invalid_params, "Invalid params: uri must be a string");
   uri_template::value_map variables;
   auto entry = server_.find_resource(*uri, variables);

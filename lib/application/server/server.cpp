@@ -34,6 +34,23 @@ struct server::registry {
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
 };
 
+namespace {
+
+/// Up to `size` entries of `map` from the first key not less than `from`, and the key
+/// that starts the next page (empty on the last page). Why by key and not by offset: an
+/// entry added or removed between two pages shifts nothing else.
+template <class Map>
+auto page_of(const Map& map, std::string_view from, std::size_t size, std::string& next) {
+  std::vector<typename Map::mapped_type> page;
+  next.clear();
+  auto it = map.lower_bound(from);
+  for (; it != map.end() && page.size() < size; ++it) page.push_back(it->second);
+  if (it != map.end()) next = it->first;
+  return page;
+}
+
+}  // namespace
+
 server::server(server_info info, server_options options)
     : info_(std::move(info)), options_(std::move(options)), registry_(std::make_unique<registry>()) {
   if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
@@ -135,13 +152,8 @@ std::shared_ptr<const detail::prompt_entry> server::find_prompt(std::string_view
 
 std::vector<std::shared_ptr<const detail::prompt_entry>> server::prompts_from(std::string_view from,
                                                                               std::string& next) const {
-  std::vector<std::shared_ptr<const detail::prompt_entry>> page;
-  next.clear();
   std::lock_guard lock(registry_->mutex);
-  auto it = registry_->prompts.lower_bound(from);
-  for (; it != registry_->prompts.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
-  if (it != registry_->prompts.end()) next = it->first;
-  return page;
+  return page_of(registry_->prompts, from, options_.page_size, next);
 }
 
 namespace {
@@ -200,14 +212,8 @@ std::shared_ptr<const detail::resource_entry> server::find_resource(std::string_
 std::vector<std::shared_ptr<const detail::resource_entry>> server::resources_from(bool templates,
                                                                                   std::string_view from,
                                                                                   std::string& next) const {
-  std::vector<std::shared_ptr<const detail::resource_entry>> page;
-  next.clear();
   std::lock_guard lock(registry_->mutex);
-  const auto& map = templates ? registry_->templates : registry_->resources;
-  auto it = map.lower_bound(from);
-  for (; it != map.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
-  if (it != map.end()) next = it->first;
-  return page;
+  return page_of(templates ? registry_->templates : registry_->resources, from, options_.page_size, next);
 }
 
 void server::resource_updated(std::string_view uri) {
@@ -240,13 +246,8 @@ std::shared_ptr<const detail::tool_entry> server::find_tool(std::string_view nam
 
 std::vector<std::shared_ptr<const detail::tool_entry>> server::tools_from(std::string_view from,
                                                                           std::string& next) const {
-  std::vector<std::shared_ptr<const detail::tool_entry>> page;
-  next.clear();
   std::lock_guard lock(registry_->mutex);
-  auto it = registry_->tools.lower_bound(from);
-  for (; it != registry_->tools.end() && page.size() < options_.page_size; ++it) page.push_back(it->second);
-  if (it != registry_->tools.end()) next = it->first;
-  return page;
+  return page_of(registry_->tools, from, options_.page_size, next);
 }
 
 void server::attach(const std::shared_ptr<session>& s) {

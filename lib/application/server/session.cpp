@@ -454,13 +454,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
 
   if ((method == "resources/subscribe" || method == "resources/unsubscribe") && s.initialized) {
     // Per-session state, like the log level.
-    std::optional<std::string> uri;
-    if (msg.params().kind == ir::json_kind::object) {
-      (void)ir::visit_json(msg.params().text, [&](const ir::json_node& p) {
-        ir::json_node u;
-        if (p.find("uri", u) && u.kind() == ir::json_node::type::string) uri = std::string(u.string());
-      });
-    }
+    std::optional<std::string> uri = ir::string_member(msg.params(), "uri");
     if (!uri) {
       s.send_error(to, id, ir::errc::invalid_params, "Invalid params: uri must be a string");
       return;
@@ -478,14 +472,8 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     // Session state, so handled here: in the stateless era the level comes with each
     // request's _meta instead.
     std::optional<log_level> level;
-    if (msg.params().kind == ir::json_kind::object) {
-      (void)ir::visit_json(msg.params().text, [&](const ir::json_node& p) {
-        ir::json_node l;
-        log_level parsed{};
-        if (p.find("level", l) && l.kind() == ir::json_node::type::string && parse_log_level(l.string(), parsed))
-          level = parsed;
-      });
-    }
+    log_level parsed{};
+    if (auto name = ir::string_member(msg.params(), "level"); name && parse_log_level(*name, parsed)) level = parsed;
     if (!level) {
       s.send_error(to, id, ir::errc::invalid_params,
                    "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency");

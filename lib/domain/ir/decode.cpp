@@ -496,6 +496,16 @@ void json_node::each_member(void (*fn)(void*, std::string_view, const json_node&
   for (const simdjson::dom::key_value_pair member : o) fn(ctx, member.key, json_node_access::make(member.value));
 }
 
+std::optional<std::string> string_member(const raw_json& params, std::string_view key) {
+  if (params.kind != json_kind::object) return std::nullopt;
+  std::optional<std::string> out;
+  (void)visit_json(params.text, [&](const json_node& p) {
+    json_node v;
+    if (p.find(key, v) && v.kind() == json_node::type::string) out = std::string(v.string());
+  });
+  return out;
+}
+
 std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&), void* ctx,
                            std::string_view* detail) {
   // A nested visit (a decoder that decodes) gets a parser of its own, so it cannot

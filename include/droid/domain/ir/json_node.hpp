@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -89,5 +91,11 @@ template <class F>
       text, [](void* c, const json_node& n) { (*static_cast<std::remove_reference_t<F>*>(c))(n); },
       static_cast<void*>(&f), detail);
 }
+
+struct raw_json;
+
+/// The string member `key` of a JSON object, or nothing when `params` is not an object
+/// or has no such string. For the many handlers whose parameters are one string.
+[[nodiscard]] std::optional<std::string> string_member(const raw_json& params, std::string_view key);
 
 }  // namespace droid::ir
