@@ -84,9 +84,10 @@ struct server_fixture {
   }
   [[nodiscard]] std::uint16_t port() const { return listener->port(); }
 
-  /// Initializes a session and returns its id.
-  std::string initialize(raw_connection& c) {
-    c.send(mcp_post(initialize_body));
+  /// Initializes a session (declaring `capabilities`) and returns its id.
+  std::string initialize(raw_connection& c, const std::string& capabilities = "{}") {
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":)" +
+                    capabilities + R"(,"clientInfo":{"name":"t","version":"1"}}})"));
     auto r = c.read_response();
     REQUIRE(r);
     REQUIRE(r->status == 200);
@@ -602,10 +603,7 @@ TEST_SUITE("adapters/http") {
   TEST_CASE("a tool asks the client over the POST's stream and the answer comes on a later POST") {
     server_fixture f;
     raw_connection c(f.port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    auto init = c.read_response();
-    REQUIRE(init);
-    const std::string sid = *init->header("mcp-session-id");
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     raw_connection call(f.port());
     call.send(mcp_post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask"}})",
                        "Mcp-Session-Id: " + sid + "\r\n"));
@@ -626,8 +624,7 @@ TEST_SUITE("adapters/http") {
     o.reply = droid::http::streaming::json;
     server_fixture f(o);
     raw_connection c(f.port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    const std::string sid = *c.read_response()->header("mcp-session-id");
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     c.send(mcp_post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask"}})",
                     "Mcp-Session-Id: " + sid + "\r\n"));
     auto r = c.read_response();
@@ -641,8 +638,7 @@ TEST_SUITE("adapters/http") {
   TEST_CASE("a disconnect while a question is pending is not an end: the client resumes, answers, the tool completes") {
     server_fixture f;
     raw_connection c(f.port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    const std::string sid = *c.read_response()->header("mcp-session-id");
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     std::string priming;
     {
       raw_connection call(f.port());
@@ -671,8 +667,7 @@ TEST_SUITE("adapters/http") {
   TEST_CASE("deleting the session releases a pending question") {
     server_fixture f;
     raw_connection c(f.port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    const std::string sid = *c.read_response()->header("mcp-session-id");
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     raw_connection call(f.port());
     call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
                        "Mcp-Session-Id: " + sid + "\r\n"));
@@ -762,8 +757,7 @@ TEST_SUITE("adapters/http") {
     o.event_ring_capacity = 0;
     server_fixture f(o);
     raw_connection c(f.port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    const std::string sid = *c.read_response()->header("mcp-session-id");
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     {
       raw_connection call(f.port());
       call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
@@ -783,8 +777,7 @@ TEST_SUITE("adapters/http") {
   TEST_CASE("stopping the server releases a pending question with session_ended") {
     auto f = std::make_unique<server_fixture>();
     raw_connection c(f->port());
-    c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})"));
-    const std::string sid = *c.read_response()->header("mcp-session-id");
+    const std::string sid = f->initialize(c, R"({"sampling":{}})");
     raw_connection call(f->port());
     call.send(mcp_post(R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask"}})",
                        "Mcp-Session-Id: " + sid + "\r\n"));
