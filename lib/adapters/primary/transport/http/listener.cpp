@@ -341,6 +341,20 @@ class connection : public std::enable_shared_from_this<connection> {
   /// caller already wrote the head (the legacy transport, which starts with its endpoint).
   task<bool> serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers,
                           bool standalone, bool headers_sent = false);
+  /// A session on this connection's shard, with its standalone stream as its own
+  /// outbound; `named` gives it an id (stateless sessions have none).
+  std::shared_ptr<session_entry> new_entry(bool named, std::unique_ptr<event_store> store) {
+    auto entry = std::make_shared<session_entry>();
+    if (named) entry->id = detail::new_session_id();
+    entry->executor = socket_.get_executor();
+    entry->s = session::create(l_.srv, entry->executor, nullptr);
+    entry->store = std::move(store);
+    entry->standalone = std::make_shared<detail::logical_stream>(0, entry->store.get(), nullptr);
+    entry->s->set_outbound(entry->standalone);
+    entry->last_used = now_ns();
+    return entry;
+  }
+
   std::shared_ptr<detail::response_sink> make_sink() {
     auto sink = std::make_shared<detail::response_sink>(socket_.get_executor(), l_.opts.max_queued_bytes);
     // A client that stops reading: close its connection rather than queue without
@@ -508,10 +522,7 @@ task<bool> connection::handle_post(detail::request& req) {
   std::string new_session_header;
   if (o.stateless) {
     // A fresh session per request, on this shard, that exists for this request only.
-    entry = std::make_shared<session_entry>();
-    entry->executor = socket_.get_executor();
-    entry->s = session::create(l_.srv, entry->executor, nullptr);
-    entry->standalone = std::make_shared<detail::logical_stream>(0, nullptr, nullptr);
+    entry = new_entry(false, nullptr);
     if (!is_initialize) {
       peer_info peer;
       peer.protocol_version = version ? *version : "2025-03-26";
@@ -520,19 +531,12 @@ task<bool> connection::handle_post(detail::request& req) {
   } else {
     const std::string* sid = req.find("mcp-session-id");
     if (is_initialize && !sid) {
-      entry = std::make_shared<session_entry>();
-      entry->id = detail::new_session_id();
-      entry->executor = socket_.get_executor();
-      entry->s = session::create(l_.srv, entry->executor, nullptr);
       // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
       // lost connection ends its request.
-      if (!json_mode && (o.event_store || o.event_ring_capacity > 0)) {
-        entry->store = o.event_store ? o.event_store()
-                                     : std::make_unique<memory_event_store>(o.event_ring_capacity);
-      }
-      entry->standalone = std::make_shared<detail::logical_stream>(0, entry->store.get(), nullptr);
-      entry->s->set_outbound(entry->standalone);
-      entry->last_used = now_ns();
+      std::unique_ptr<event_store> store;
+      if (!json_mode && (o.event_store || o.event_ring_capacity > 0))
+        store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
+      entry = new_entry(true, std::move(store));
       if (!l_.sessions.insert(entry, o.max_sessions))
         co_return co_await reply_rpc_error(503, ir::errc::internal_error,
                                            "Service Unavailable: too many sessions, try again later");
@@ -766,14 +770,8 @@ task<bool> connection::handle_legacy_stream(detail::request& req) {
                                        "Not Acceptable: Accept must include text/event-stream");
   // The session begins with its stream and ends with it: in this transport the stream is
   // the only way anything reaches the client.
-  auto entry = std::make_shared<session_entry>();
-  entry->id = detail::new_session_id();
+  auto entry = new_entry(true, nullptr);
   entry->legacy = true;
-  entry->executor = socket_.get_executor();
-  entry->s = session::create(l_.srv, entry->executor, nullptr);
-  entry->standalone = std::make_shared<detail::logical_stream>(0, nullptr, nullptr);
-  entry->s->set_outbound(entry->standalone);
-  entry->last_used = now_ns();
   entry->active = 1;
   if (!l_.sessions.insert(entry, l_.opts.max_sessions))
     co_return co_await reply_rpc_error(503, ir::errc::internal_error,
