@@ -352,6 +352,23 @@ TEST_SUITE("adapters/http") {
     CHECK(waited < std::chrono::milliseconds(2000));
   }
 
+  TEST_CASE("a request whose headers stop arriving gets 408 and a close at the header deadline (B6)") {
+    droid::http::options o;
+    o.header_timeout = std::chrono::milliseconds(300);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    // Half a header section, then silence: the slowloris shape.
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: appl");
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = c.read_response();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    REQUIRE(r);
+    CHECK(r->status == 408);
+    CHECK(c.closed_by_peer());
+    CHECK(waited > std::chrono::milliseconds(250));
+    CHECK(waited < std::chrono::milliseconds(2000));
+  }
+
   TEST_CASE("the standalone GET stream carries list_changed; a second GET is 409") {
     droid::http::options o;
     o.keep_alive_interval = std::chrono::milliseconds(200);

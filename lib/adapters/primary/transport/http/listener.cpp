@@ -24,8 +24,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <iostream>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -101,7 +103,7 @@ class session_table {
  public:
   std::shared_ptr<session_entry> find(std::string_view id) const {
     std::lock_guard lock(mutex_);
-    auto it = map_.find(std::string(id));
+    auto it = map_.find(id);
     return it == map_.end() ? nullptr : it->second;
   }
   bool insert(const std::shared_ptr<session_entry>& e, std::size_t cap) {
@@ -112,7 +114,7 @@ class session_table {
   }
   std::shared_ptr<session_entry> erase(std::string_view id) {
     std::lock_guard lock(mutex_);
-    auto it = map_.find(std::string(id));
+    auto it = map_.find(id);
     if (it == map_.end()) return nullptr;
     auto e = std::move(it->second);
     map_.erase(it);
@@ -152,8 +154,13 @@ class session_table {
   }
 
  private:
+  /// Lets `find` take the header's string_view as it is (no key string per request).
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept { return std::hash<std::string_view>{}(id); }
+  };
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<session_entry>> map_;
+  std::unordered_map<std::string, std::shared_ptr<session_entry>, id_hash, std::equal_to<>> map_;
 };
 
 /// Ends a session on its own shard: cancels its calls and ends its GET stream. The
@@ -199,7 +206,8 @@ std::string response(int status, std::string_view content_type, std::string_view
   std::string out;
   out.reserve(160 + body.size());
   out += "HTTP/1.1 ";
-  out += std::to_string(status);
+  char digits[8];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, status).ptr);
   out += ' ';
   out += reason_phrase(status);
   out += "\r\n";
@@ -209,13 +217,24 @@ std::string response(int status, std::string_view content_type, std::string_view
     out += "\r\n";
   }
   out += "Content-Length: ";
-  out += std::to_string(body.size());
+  char length[24];
+  out.append(length, std::to_chars(length, length + sizeof length, body.size()).ptr);
   out += "\r\n";
   if (close) out += "Connection: close\r\n";
   out += extra_headers;
   out += "\r\n";
   out += body;
   return out;
+}
+
+/// Appends one chunk of a chunked body: hex size, CRLF, data, CRLF.
+void append_chunk(std::string& out, std::string_view data) {
+  char size[16];
+  const auto [end, ec] = std::to_chars(size, size + sizeof size, data.size(), 16);
+  out.append(size, end);
+  out += "\r\n";
+  out += data;
+  out += "\r\n";
 }
 
 /// A JSON-RPC error as an HTTP response body (`id: null`).
@@ -229,6 +248,27 @@ bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
 
+/// A connection as the deadline sweep sees it: when it must be done by, and how to stop
+/// it when it is not.
+///
+/// Why a sweep and not a timer per connection: re-arming an Asio timer three or four
+/// times per request (idle, header, body deadlines) moved the reactor's timerfd each
+/// time, one `timerfd_settime` system call per request (strace under wrk), for timeouts
+/// measured in seconds. A shard now walks its connections a few times per second; arming
+/// a deadline is a store.
+/// Invariants: linked into, and swept by, its own shard only.
+struct deadline_hook {
+  static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+  std::int64_t deadline_ns = never;
+  deadline_hook* prev = nullptr;
+  deadline_hook* next = nullptr;
+  /// Called by the sweep once `deadline_ns` has passed.
+  virtual void expire() noexcept = 0;
+
+ protected:
+  ~deadline_hook() = default;
+};
+
 }  // namespace
 
 struct listener::impl {
@@ -238,6 +278,21 @@ struct listener::impl {
     asio::io_context io{1};
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
     std::thread thread;
+    /// Connections served here (an intrusive list: linking one allocates nothing).
+    deadline_hook* live = nullptr;
+    asio::steady_timer sweeper{io};
+
+    void link(deadline_hook* h) noexcept {
+      h->next = live;
+      if (live) live->prev = h;
+      live = h;
+    }
+    void unlink(deadline_hook* h) noexcept {
+      if (h->prev) h->prev->next = h->next;
+      else live = h->next;
+      if (h->next) h->next->prev = h->prev;
+      h->prev = h->next = nullptr;
+    }
   };
 
   droid::server& srv;
@@ -254,22 +309,29 @@ struct listener::impl {
   std::mutex connections_mutex;
   std::list<std::function<void()>> closers;
 
-  asio::io_context& pick_shard() { return shards[next_shard++ % shards.size()]->io; }
+  shard& pick_shard() { return *shards[next_shard++ % shards.size()]; }
+  /// How often each shard looks for expired deadlines: a tenth of the shortest connection
+  /// timeout, so a deadline is late by at most that much.
+  clock_type::duration sweep_period() const {
+    return std::clamp<clock_type::duration>(std::min(opts.idle_timeout, opts.header_timeout) / 10,
+                                            std::chrono::milliseconds(10), std::chrono::milliseconds(500));
+  }
 
   void start_accept();
   void start_reaper();
+  void start_sweep(shard& s);
   void do_stop();
 };
 
 namespace {
 
 /// One accepted TCP connection and the requests it carries.
-class connection : public std::enable_shared_from_this<connection> {
+class connection final : public std::enable_shared_from_this<connection>, private deadline_hook {
  public:
-  connection(listener::impl& l, tcp::socket socket)
+  connection(listener::impl& l, listener::impl::shard& home, tcp::socket socket)
       : l_(l),
+        home_(home),
         socket_(std::move(socket)),
-        deadline_(socket_.get_executor()),
         parser_(detail::parser_limits{l.opts.max_request_line, l.opts.max_header_bytes, l.opts.max_header_count,
                                       l.opts.max_body}) {
     std::error_code ec;
@@ -294,22 +356,21 @@ class connection : public std::enable_shared_from_this<connection> {
   std::list<std::function<void()>>::iterator closer;
 
  private:
-  /// Arms the connection's one deadline; when it passes, pending socket operations are
-  /// cancelled and `timed_out_` says why.
-  void arm(clock_type::duration d) {
-    deadline_.expires_after(d);
-    deadline_.async_wait([weak = weak_from_this()](const std::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) {
-        self->timed_out_ = true;
-        std::error_code ignored;
-        self->socket_.cancel(ignored);
-      }
-    });
+  /// Sets the connection's one deadline; when the shard's sweep finds it passed, pending
+  /// socket operations are cancelled and `timed_out_` says why.
+  void arm(clock_type::duration d) noexcept {
+    deadline_ns = now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   }
-  void disarm() { deadline_.cancel(); }
+  void disarm() noexcept { deadline_ns = never; }
+  void expire() noexcept override {
+    deadline_ns = never;
+    timed_out_ = true;
+    std::error_code ignored;
+    socket_.cancel(ignored);
+  }
 
-  task<bool> write(std::string data) {
+  /// Writes all of `data`, which the caller keeps alive until this completes.
+  task<bool> write(std::string_view data) {
     auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data), use_task);
     co_return !ec;
   }
@@ -370,17 +431,20 @@ class connection : public std::enable_shared_from_this<connection> {
 
   task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
                    std::string_view extra = {}) {
-    co_return co_await write(response(status, content_type, body, close || closing_, extra)) && !close && !closing_;
+    // Written here rather than through write(): one coroutine frame less per request.
+    const std::string text = response(status, content_type, body, close || closing_, extra);
+    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(text), use_task);
+    co_return !ec && !close && !closing_;
   }
   task<bool> reply_rpc_error(int status, ir::errc code, std::string_view message, bool close = false) {
     co_return co_await reply(status, "application/json", rpc_error_body(code, message), close);
   }
 
   listener::impl& l_;
+  listener::impl::shard& home_;
   tcp::socket socket_;
   /// Where reads land before they are appended to the parse buffer.
   std::unique_ptr<char[]> read_buffer_ = std::make_unique_for_overwrite<char[]>(16 * 1024);
-  asio::steady_timer deadline_;
   detail::request_parser parser_;
   bool local_is_loopback_ = false;
   bool timed_out_ = false;
@@ -393,6 +457,12 @@ task<void> connection::run() {
   std::size_t start = 0;  // first unparsed byte
   constexpr std::size_t chunk = 16 * 1024;
   auto self = shared_from_this();
+  // Linked here, on the connection's own shard (the constructor runs on the acceptor's).
+  home_.link(this);
+  struct unlink_on_exit {
+    connection* c;
+    ~unlink_on_exit() { c->home_.unlink(c); }
+  } unlink{this};
 
   for (;;) {
     // Read and parse until one whole request is here. The deadline is the idle timeout
@@ -565,7 +635,7 @@ task<bool> connection::handle_post(detail::request& req) {
   auto sink = make_sink();
   ++entry->active;
   // Why a tool on this stream could not ask the client anything (empty: it can).
-  std::string refusal;
+  std::string_view refusal;
   if (json_mode) {
     refusal = "this server answers each request with a single JSON document (http::options::reply is "
               "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream";
@@ -573,11 +643,10 @@ task<bool> connection::handle_post(detail::request& req) {
     refusal = "this server is stateless (http::options::stateless), so the client's answer could not find the "
               "question: serve with sessions to let tools ask the client";
   }
-  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal = std::move(refusal),
-                                   m = std::move(msg)]() mutable {
+  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg)]() mutable {
     auto stream = std::make_shared<detail::logical_stream>(
         number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); },
-        std::move(refusal));
+        refusal);
     entry->streams.emplace(number, stream);
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
     // before any data. Decided by the session's negotiated version, not the request's
@@ -586,6 +655,12 @@ task<bool> connection::handle_post(detail::request& req) {
       sink->push(detail::sse_event{detail::event_id(number, 0), std::string()});
     stream->attach(sink);
     entry->s->receive(std::move(m), stream);
+    // The verdict is posted behind the tool's first step (receive() posts that too), so
+    // everything a tool that finishes at once says (the priming event, the answer, the
+    // end) is queued before it, and the connection writes the response in one write
+    // instead of one per event. A tool that suspends gets its head and priming event
+    // out at once all the same.
+    asio::post(entry->executor, [sink] { sink->accept(); });
   });
   bool keep;
   if (json_mode) {
@@ -593,6 +668,7 @@ task<bool> connection::handle_post(detail::request& req) {
   } else {
     // 2025-11-25 clients get a priming event: an id to resume from before any data.
     watch_for_close(sink);
+    co_await sink->wait_settled();
     keep = co_await serve_events(sink, new_session_header, false);
     std::error_code ignored;
     socket_.cancel(ignored);  // drops the close watch, which holds this connection
@@ -618,10 +694,12 @@ task<bool> connection::handle_post(detail::request& req) {
 task<bool> connection::serve_json(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra) {
   // One document: everything but the last message (the response) has nowhere to go.
   std::string last;
+  std::vector<detail::sse_event> batch;
   for (;;) {
-    for (detail::sse_event& e : sink->drain()) last = std::move(e.data);
+    sink->drain(batch);
+    for (detail::sse_event& e : batch) last = std::move(e.data);
     if (sink->finished() || sink->dead()) break;
-    co_await sink->wait(std::chrono::hours(24));
+    co_await sink->wait();
   }
   if (sink->dead()) co_return false;
   if (last.empty()) co_return co_await reply(202, {}, {}, false, extra);
@@ -638,11 +716,18 @@ task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>
     out += "\r\n";
   }
   std::string events;
+  std::vector<detail::sse_event> batch;
+  const std::string retry = std::to_string(l_.opts.retry_interval.count());
   for (;;) {
-    for (detail::sse_event& e : sink->drain()) {
+    sink->drain(batch);
+    for (detail::sse_event& e : batch) {
       if (e.data.empty()) {
         // The priming event: an id, how long to wait before reconnecting, no data.
-        events += "id: " + e.id + "\nretry: " + std::to_string(l_.opts.retry_interval.count()) + "\ndata: \n\n";
+        events += "id: ";
+        events += e.id;
+        events += "\nretry: ";
+        events += retry;
+        events += "\ndata: \n\n";
       } else {
         detail::append_sse_event(events, e.id, e.data);
       }
@@ -651,21 +736,18 @@ task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>
     // client's own timers see it alive (and a vanished client is noticed on write).
     if (events.empty() && standalone && !sink->finished() && out.empty()) events = ": keep-alive\n\n";
     if (!events.empty()) {
-      char size[20];
-      const int len = std::snprintf(size, sizeof size, "%zx\r\n", events.size());
-      out.append(size, static_cast<std::size_t>(len));
-      out += events;
-      out += "\r\n";
+      append_chunk(out, events);
       events.clear();
     }
     const bool ending = sink->finished() || (closing_ && standalone);
     if (ending) out += "0\r\n\r\n";
-    if (sink->dead() || (!out.empty() && !co_await write(std::exchange(out, {})))) {
+    if (sink->dead() || (!out.empty() && !co_await write(out))) {
       sink->kill();
       co_return false;
     }
+    out.clear();
     if (ending) co_return !closing_;
-    co_await sink->wait(standalone ? l_.opts.keep_alive_interval : std::chrono::hours(24));
+    co_await sink->wait(standalone ? clock_type::duration(l_.opts.keep_alive_interval) : detail::response_sink::forever);
   }
 }
 
@@ -784,13 +866,9 @@ task<bool> connection::handle_legacy_stream(detail::request& req) {
                      "Transfer-Encoding: chunked\r\n\r\n";
   const std::string endpoint =
       "event: endpoint\ndata: " + l_.opts.legacy_messages_path + "?sessionId=" + entry->id + "\n\n";
-  char size[20];
-  const int len = std::snprintf(size, sizeof size, "%zx\r\n", endpoint.size());
-  head.append(size, static_cast<std::size_t>(len));
-  head += endpoint;
-  head += "\r\n";
+  append_chunk(head, endpoint);
   bool keep = false;
-  if (co_await write(std::move(head))) {
+  if (co_await write(head)) {
     watch_for_close(sink);
     keep = co_await serve_events(sink, {}, true, true);
     std::error_code ignored;
@@ -841,7 +919,8 @@ task<bool> connection::handle_legacy_message(detail::request& req) {
 }  // namespace
 
 void listener::impl::start_accept() {
-  acceptor->async_accept(pick_shard(), [this](const std::error_code& ec, tcp::socket socket) {
+  shard* home = &pick_shard();
+  acceptor->async_accept(home->io, [this, home](const std::error_code& ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping) return;
       // Out of descriptors and the like: try again shortly instead of spinning.
@@ -857,7 +936,7 @@ void listener::impl::start_accept() {
       socket.close(ignored);
     } else {
       auto exec = socket.get_executor();
-      auto c = std::make_shared<connection>(*this, std::move(socket));
+      auto c = std::make_shared<connection>(*this, *home, std::move(socket));
       {
         std::lock_guard lock(connections_mutex);
         c->closer = closers.insert(closers.end(), [exec, weak = std::weak_ptr<connection>(c)] {
@@ -897,6 +976,20 @@ void listener::impl::start_reaper() {
   });
 }
 
+void listener::impl::start_sweep(shard& s) {
+  s.sweeper.expires_after(sweep_period());
+  s.sweeper.async_wait([this, &s](const std::error_code& ec) {
+    if (ec) return;
+    const std::int64_t now = now_ns();
+    for (deadline_hook* h = s.live; h;) {
+      deadline_hook* next = h->next;  // expire() never unlinks, but stay safe if it did
+      if (h->deadline_ns <= now) h->expire();
+      h = next;
+    }
+    if (s.guard) start_sweep(s);
+  });
+}
+
 void listener::impl::do_stop() {
   if (stopping.exchange(true)) return;
   asio::post(shards[0]->io, [this] {
@@ -918,7 +1011,12 @@ void listener::impl::do_stop() {
         std::lock_guard lock(connections_mutex);
         for (auto& close : closers) close();
       }
-      for (auto& s : shards) s->guard.reset();
+      for (auto& s : shards) {
+        asio::post(s->io, [s = s.get()] {
+          s->guard.reset();
+          s->sweeper.cancel();
+        });
+      }
       *poll = nullptr;  // break the self-reference
     };
     (*poll)();
@@ -965,6 +1063,7 @@ std::string listener::url() const {
 void listener::run() {
   impl_->start_accept();
   impl_->start_reaper();
+  for (auto& s : impl_->shards) asio::post(s->io, [this, s = s.get()] { impl_->start_sweep(*s); });
   for (std::size_t i = 1; i < impl_->shards.size(); ++i) {
     impl::shard* s = impl_->shards[i].get();
     s->thread = std::thread([s] { s->io.run(); });

@@ -6,13 +6,13 @@
 #include <charconv>
 
 #include <asio/dispatch.hpp>
+#include <asio/post.hpp>
 
-#include <droid/application/use_task.hpp>
 
 namespace droid::http::detail {
 
 response_sink::response_sink(asio::any_io_executor home, std::size_t max_queued)
-    : home_(std::move(home)), wake_(home_), max_queued_(max_queued) {}
+    : home_(std::move(home)), max_queued_(max_queued) {}
 
 void response_sink::push(sse_event e) {
   // dispatch: inline when the session and the connection share a shard (the common
@@ -26,7 +26,7 @@ void response_sink::push(sse_event e) {
       return;
     }
     self->queue_.push_back(std::move(e));
-    self->wake_.cancel();
+    self->wake();
   });
 }
 
@@ -34,14 +34,14 @@ void response_sink::finish() {
   asio::dispatch(home_, [self = shared_from_this()] {
     self->finished_ = true;
     self->accepted_ = self->accepted_ || self->rejected_status_ == 0;
-    self->wake_.cancel();
+    self->wake();
   });
 }
 
 void response_sink::accept() {
   asio::dispatch(home_, [self = shared_from_this()] {
     self->accepted_ = true;
-    self->wake_.cancel();
+    self->wake();
   });
 }
 
@@ -49,35 +49,40 @@ void response_sink::reject(int status, std::string message) {
   asio::dispatch(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
     self->rejected_status_ = status;
     self->rejected_message_ = std::move(m);
-    self->wake_.cancel();
+    self->wake();
   });
 }
 
-task<void> response_sink::wait(std::chrono::steady_clock::duration timeout) {
-  if (!queue_.empty() || finished_ || dead_) co_return;
-  wake_.expires_after(timeout);
-  (void)co_await wake_.async_wait(use_task);
+void response_sink::waiter::await_suspend(std::coroutine_handle<> h) {
+  sink.waiter_ = h;
+  sink.waiting_for_verdict_ = for_verdict;
+  const std::uint64_t number = ++sink.wait_number_;
+  if (timeout == forever) return;
+  if (!sink.timer_) sink.timer_.emplace(sink.home_);
+  sink.timer_->expires_after(timeout);
+  sink.timer_->async_wait([self = sink.shared_from_this(), number](const std::error_code& ec) {
+    if (!ec && number == self->wait_number_) self->wake(true);
+  });
 }
 
-task<void> response_sink::wait_settled() {
-  while (!settled() && !dead_) {
-    // Replayed events may already be queued: only the verdict ends this wait, or the
-    // connection could spin without ever letting the verdict's handler run.
-    wake_.expires_after(std::chrono::hours(1));
-    (void)co_await wake_.async_wait(use_task);
-  }
+void response_sink::wake(bool force) noexcept {
+  if (!waiter_ || (!force && !ready(waiting_for_verdict_))) return;
+  ++wait_number_;  // whatever the timer does from now on is stale
+  if (timer_) timer_->cancel();
+  asio::post(home_, [h = std::exchange(waiter_, nullptr)] { h.resume(); });
 }
 
-std::deque<sse_event> response_sink::drain() {
+void response_sink::drain(std::vector<sse_event>& out) {
+  out.clear();
+  out.swap(queue_);
   queued_bytes_ = 0;
-  return std::exchange(queue_, {});
 }
 
 void response_sink::kill() noexcept {
   dead_ = true;
   queue_.clear();
   queued_bytes_ = 0;
-  wake_.cancel();
+  wake();
 }
 
 void logical_stream::send(std::string message) {

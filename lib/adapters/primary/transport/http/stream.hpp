@@ -16,20 +16,20 @@
 #pragma once
 
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/outbound.hpp>
-#include <droid/application/task.hpp>
 
 namespace droid::http::detail {
 
@@ -46,9 +46,12 @@ struct sse_event {
 /// Invariants: all state changes happen on `home_`'s thread (every entry point
 /// dispatches there). Queued bytes never exceed `max_queued`: past it the sink aborts
 /// its connection (a client that stopped reading must not grow our memory), and the
-/// logical stream stays resumable from the store.
+/// logical stream stays resumable from the store. At most one coroutine waits on it.
 class response_sink : public std::enable_shared_from_this<response_sink> {
  public:
+  /// A wait with no timeout (the response ends when the request's stream does).
+  static constexpr auto forever = std::chrono::steady_clock::duration::max();
+
   response_sink(asio::any_io_executor home, std::size_t max_queued);
 
   /// From any shard: queue an event / end the response / settle a pending GET.
@@ -58,12 +61,23 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void reject(int status, std::string message);
 
   // ---- connection shard only ---------------------------------------------------------
-  /// Suspends until something is queued, the sink is finished, settled or dead, or
-  /// `timeout` passes.
-  [[nodiscard]] task<void> wait(std::chrono::steady_clock::duration timeout);
+  /// Why an awaiter and not a task: a request waits on its sink at least once, and a
+  /// coroutine frame per wait was one more allocation per request for a few stores.
+  struct [[nodiscard]] waiter {
+    response_sink& sink;
+    std::chrono::steady_clock::duration timeout;
+    bool for_verdict;
+    bool await_ready() const noexcept { return sink.ready(for_verdict); }
+    void await_suspend(std::coroutine_handle<> h);
+    void await_resume() const noexcept {}
+  };
+  /// Suspends until something is queued, the sink is finished or dead, or `timeout`
+  /// passes (`forever`: no timer at all).
+  waiter wait(std::chrono::steady_clock::duration timeout = forever) noexcept { return {*this, timeout, false}; }
   /// Suspends until `accept()` or `reject()` (or the sink dies).
-  [[nodiscard]] task<void> wait_settled();
-  [[nodiscard]] std::deque<sse_event> drain();
+  waiter wait_settled() noexcept { return {*this, forever, true}; }
+  /// Moves every queued event into `out` (cleared first), keeping both buffers' capacity.
+  void drain(std::vector<sse_event>& out);
   [[nodiscard]] bool finished() const noexcept { return finished_; }
   [[nodiscard]] bool dead() const noexcept { return dead_; }
   [[nodiscard]] bool settled() const noexcept { return accepted_ || rejected_status_ != 0; }
@@ -75,9 +89,26 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   std::function<void()> on_abort;
 
  private:
+  [[nodiscard]] bool ready(bool for_verdict) const noexcept {
+    if (dead_) return true;
+    // Replayed events may be queued before a GET's verdict: only the verdict ends that
+    // wait, or the connection would spin without letting the verdict's handler run.
+    return for_verdict ? settled() : !queue_.empty() || finished_;
+  }
+  /// Resumes the waiter if what it waits for has happened (`force`: its timeout passed).
+  /// Always through a post: the caller may be the session in the middle of a send, and
+  /// the connection's next step must not run inside it.
+  void wake(bool force = false) noexcept;
+
   asio::any_io_executor home_;
-  asio::steady_timer wake_;
-  std::deque<sse_event> queue_;
+  /// Created by the first wait with a timeout (only event streams that send keep-alives).
+  std::optional<asio::steady_timer> timer_;
+  std::coroutine_handle<> waiter_;
+  bool waiting_for_verdict_ = false;
+  /// Tells a stale timer completion (one already queued when the wait ended) from the
+  /// current wait's.
+  std::uint64_t wait_number_ = 0;
+  std::vector<sse_event> queue_;
   std::size_t queued_bytes_ = 0;
   std::size_t max_queued_;
   bool finished_ = false;
@@ -101,15 +132,17 @@ class logical_stream final : public outbound {
   /// the stream is over (the transport forgets it then).
   /// `refusal`, when not empty, is why tools may not ask the client questions on this
   /// stream (see `outbound::exchange_refusal`).
-  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish, std::string refusal = {})
-      : number_(number), store_(store), on_finish_(std::move(on_finish)), refusal_(std::move(refusal)) {}
+  /// `refusal` must outlive the stream (the transport passes string literals).
+  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish,
+                 std::string_view refusal = {})
+      : number_(number), store_(store), on_finish_(std::move(on_finish)), refusal_(refusal) {}
 
   void send(std::string message) override;
   void finish() override;
   /// Ends the attached sink's response (its connection may be reused) but not the
   /// stream: only a stream with a store can be resumed, so without one this does nothing.
   void interrupt() override;
-  [[nodiscard]] std::string exchange_refusal() const override { return refusal_; }
+  [[nodiscard]] std::string exchange_refusal() const override { return std::string(refusal_); }
 
   /// Makes `sink` the connection events go to (replacing and ending any previous one).
   /// A `resumed` sink (a GET with Last-Event-ID) is not ended when the stream finishes:
@@ -128,7 +161,7 @@ class logical_stream final : public outbound {
   std::uint64_t number_;
   event_store* store_;
   std::function<void()> on_finish_;
-  std::string refusal_;
+  std::string_view refusal_;
   std::shared_ptr<response_sink> sink_;
   bool sink_resumed_ = false;
   std::uint64_t seq_ = 0;
