@@ -8,7 +8,7 @@
 ///
 ///     build/examples/everything-server            # stdio (the default)
 ///     build/examples/everything-server --stdio
-///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless]
+///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
 #include <cstdint>
 #include <iostream>
 #include <optional>
@@ -270,13 +270,16 @@ int main(int argc, char** argv) {
       http.stateless = true;
     } else if (arg == "--legacy-sse") {
       http.legacy_sse = true;
+    } else if (arg == "--threads" && i + 1 < argc) {
+      http.threads = static_cast<unsigned>(std::stoul(argv[++i]));
     } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse]]\n"
+      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
                    "  --stateless        no sessions: every POST is served on its own\n"
-                   "  --legacy-sse       also serve the 2024-11-05 HTTP+SSE transport at /sse and /messages\n";
+                   "  --legacy-sse       also serve the 2024-11-05 HTTP+SSE transport at /sse and /messages\n"
+                   "  --threads N        HTTP threads (shards); default: one per core\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
