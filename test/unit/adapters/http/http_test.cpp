@@ -369,6 +369,30 @@ TEST_SUITE("adapters/http") {
     CHECK(waited < std::chrono::milliseconds(2000));
   }
 
+  TEST_CASE("a body that stops arriving gets 408 and a close at its deadline (B7)") {
+    droid::http::options o;
+    o.body_grace = std::chrono::milliseconds(300);
+    o.min_body_rate = 1'000'000;  // 1,000 bytes add nothing: the deadline is the grace
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " + sid +
+           "\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":");
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = c.read_response();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    REQUIRE(r);
+    CHECK(r->status == 408);
+    CHECK(c.closed_by_peer());
+    CHECK(waited > std::chrono::milliseconds(250));
+    CHECK(waited < std::chrono::milliseconds(2000));
+    // The session is untouched: another connection is served.
+    raw_connection d(f.port());
+    d.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    CHECK(d.read_response()->status == 200);
+  }
+
   TEST_CASE("the standalone GET stream carries list_changed; a second GET is 409") {
     droid::http::options o;
     o.keep_alive_interval = std::chrono::milliseconds(200);

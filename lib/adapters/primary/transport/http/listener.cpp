@@ -480,7 +480,7 @@ task<void> connection::run() {
         }
         if (parser_.headers_complete() && !parser_.failed()) {
           const auto length = parser_.content_length().value_or(l_.opts.max_body);
-          arm(std::chrono::seconds(5) + std::chrono::seconds(length / std::max<std::size_t>(1, l_.opts.min_body_rate)));
+          arm(l_.opts.body_grace + std::chrono::seconds(length / std::max<std::size_t>(1, l_.opts.min_body_rate)));
           if (const std::string* expect = parser_.current().find("expect")) {
             if (detail::media_type_is(*expect, "100-continue")) {
               if ((!parser_.content_length() || *parser_.content_length() > 0) && start == buf.size() &&

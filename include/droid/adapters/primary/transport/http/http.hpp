@@ -82,8 +82,11 @@ struct options {
   std::size_t max_body = 4u << 20;           ///< over: 413 (before reading, when Content-Length says so)
   /// Time allowed from a request's first byte to the end of its headers; over: 408.
   std::chrono::milliseconds header_timeout{10'000};
-  /// A body must arrive at least this fast (bytes per second) after a 5 s grace; else 408.
+  /// A body must arrive at least this fast (bytes per second) after `body_grace`; else 408.
   std::size_t min_body_rate = 240;
+  /// Time a body gets before `min_body_rate` counts: the deadline for a body of N bytes is
+  /// `body_grace + N / min_body_rate` seconds from the end of its headers.
+  std::chrono::milliseconds body_grace{5'000};
   /// A keep-alive connection with no request in progress is closed after this long.
   std::chrono::milliseconds idle_timeout{60'000};
   /// Connections beyond this are closed at once.
