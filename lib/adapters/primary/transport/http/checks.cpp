@@ -75,7 +75,7 @@ bool host_allowed(std::string_view host, bool local_is_loopback, const std::vect
   return allowed.empty() && well_formed;
 }
 
-bool origin_allowed(const std::string* origin, const std::vector<std::string>& allowed) noexcept {
+bool origin_allowed(const std::string_view* origin, const std::vector<std::string>& allowed) noexcept {
   if (!origin) return true;
   const std::string_view o = *origin;
   for (const std::string& a : allowed)

@@ -29,7 +29,7 @@ namespace droid::http::detail {
 /// Whether a request may proceed given its Origin header (null when absent). Absent
 /// passes (non-browser clients send none); `http(s)://` loopback origins with any port
 /// pass; configured ones pass; everything else (including `null`) does not.
-[[nodiscard]] bool origin_allowed(const std::string* origin, const std::vector<std::string>& allowed) noexcept;
+[[nodiscard]] bool origin_allowed(const std::string_view* origin, const std::vector<std::string>& allowed) noexcept;
 
 /// True when `content_type`'s media type (parameters ignored, case-insensitive) is `type`.
 [[nodiscard]] bool media_type_is(std::string_view content_type, std::string_view type) noexcept;

@@ -481,7 +481,7 @@ task<void> connection::run() {
         if (parser_.headers_complete() && !parser_.failed()) {
           const auto length = parser_.content_length().value_or(l_.opts.max_body);
           arm(l_.opts.body_grace + std::chrono::seconds(length / std::max<std::size_t>(1, l_.opts.min_body_rate)));
-          if (const std::string* expect = parser_.current().find("expect")) {
+          if (const std::string_view* expect = parser_.current().find("expect")) {
             if (detail::media_type_is(*expect, "100-continue")) {
               if ((!parser_.content_length() || *parser_.content_length() > 0) && start == buf.size() &&
                   !co_await write("HTTP/1.1 100 Continue\r\n\r\n"))
@@ -535,7 +535,7 @@ task<bool> connection::handle(detail::request& req) {
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
   // Origin; both are checked before anything else can run (RELIABILITY A1, A2).
-  const std::string* host = req.find("host");
+  const std::string_view* host = req.find("host");
   const bool host_ok = host ? detail::host_allowed(*host, local_is_loopback_, l_.opts.allowed_hosts)
                             : req.version_minor == 0 && !local_is_loopback_;
   if (!host_ok || req.count("origin") > 1 || !detail::origin_allowed(req.find("origin"), l_.opts.allowed_origins))
@@ -562,21 +562,21 @@ task<bool> connection::handle_post(detail::request& req) {
   const options& o = l_.opts;
   // CSRF: a browser's simple request (text/plain, form encodings) cannot carry
   // application/json without a preflight, so requiring it closes that door (A4).
-  const std::string* content_type = req.find("content-type");
+  const std::string_view* content_type = req.find("content-type");
   if (!content_type || !detail::media_type_is(*content_type, "application/json"))
     co_return co_await reply_rpc_error(415, ir::errc::invalid_request,
                                        "Unsupported Media Type: Content-Type must be application/json");
-  const std::string* accept = req.find("accept");
+  const std::string_view* accept = req.find("accept");
   const bool json_mode = o.reply == streaming::json;
   if (!accept || !detail::accepts(*accept, "application/json") ||
       (!json_mode && !detail::accepts(*accept, "text/event-stream")))
     co_return co_await reply_rpc_error(
         406, ir::errc::invalid_request,
         "Not Acceptable: Accept must include application/json and text/event-stream");
-  const std::string* version = req.find("mcp-protocol-version");
+  const std::string_view* version = req.find("mcp-protocol-version");
   if (version && !is_supported_version(*version))
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
-                                       "Bad Request: unsupported MCP-Protocol-Version " + *version);
+                                       std::string("Bad Request: unsupported MCP-Protocol-Version ").append(*version));
 
   auto decoded = ir::decode(std::move(req.body));
   if (auto* why = std::get_if<ir::rejection>(&decoded)) {
@@ -599,7 +599,7 @@ task<bool> connection::handle_post(detail::request& req) {
       entry->s->assume_initialized(std::move(peer));
     }
   } else {
-    const std::string* sid = req.find("mcp-session-id");
+    const std::string_view* sid = req.find("mcp-session-id");
     if (is_initialize && !sid) {
       // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
       // lost connection ends its request.
@@ -756,11 +756,11 @@ task<bool> connection::handle_get(detail::request& req) {
   if (o.stateless || !o.standalone_stream)
     co_return co_await reply(405, "text/plain", "method not allowed\n", false,
                              o.stateless ? "Allow: POST\r\n" : "Allow: POST, DELETE\r\n");
-  const std::string* accept = req.find("accept");
+  const std::string_view* accept = req.find("accept");
   if (!accept || !detail::accepts(*accept, "text/event-stream"))
     co_return co_await reply_rpc_error(406, ir::errc::invalid_request,
                                        "Not Acceptable: Accept must include text/event-stream");
-  const std::string* sid = req.find("mcp-session-id");
+  const std::string_view* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
   auto entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
@@ -771,7 +771,7 @@ task<bool> connection::handle_get(detail::request& req) {
   // Which stream, and from where: no Last-Event-ID opens the standalone stream afresh;
   // one names a stream of this session and the last event the client saw on it.
   std::uint64_t number = 0, after = 0;
-  const std::string* last = req.find("last-event-id");
+  const std::string_view* last = req.find("last-event-id");
   if (last && !detail::parse_event_id(*last, number, after))
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
                                        "Bad Request: Last-Event-ID was not issued by this server");
@@ -834,7 +834,7 @@ task<bool> connection::handle_get(detail::request& req) {
 
 task<bool> connection::handle_delete(detail::request& req) {
   if (l_.opts.stateless) co_return co_await reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
-  const std::string* sid = req.find("mcp-session-id");
+  const std::string_view* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
   auto found = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
@@ -846,7 +846,7 @@ task<bool> connection::handle_delete(detail::request& req) {
 }
 
 task<bool> connection::handle_legacy_stream(detail::request& req) {
-  const std::string* accept = req.find("accept");
+  const std::string_view* accept = req.find("accept");
   if (accept && !detail::accepts(*accept, "text/event-stream"))
     co_return co_await reply_rpc_error(406, ir::errc::invalid_request,
                                        "Not Acceptable: Accept must include text/event-stream");
@@ -897,7 +897,7 @@ task<bool> connection::handle_legacy_message(detail::request& req) {
   auto entry = l_.sessions.find(sid);
   if (!entry || !entry->legacy)
     co_return co_await reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
-  const std::string* content_type = req.find("content-type");
+  const std::string_view* content_type = req.find("content-type");
   if (!content_type || !detail::media_type_is(*content_type, "application/json"))
     co_return co_await reply_rpc_error(415, ir::errc::invalid_request,
                                        "Unsupported Media Type: Content-Type must be application/json");

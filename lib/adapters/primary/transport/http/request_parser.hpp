@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// `http::detail::request_parser`: HTTP/1.1 request framing with our limits, on top of
-/// Debian's libhttp-parser (2.9). Sans-io: bytes in, requests or an error status out.
+/// `http::detail::request_parser`: HTTP/1.1 request framing with our limits and smuggling
+/// rules, in one strict pass of our own. Sans-io: bytes in, requests or an error status out.
 ///
-/// Primary adapter, private. Why a wrapper and not the C parser directly: the limits
-/// (request line, header block, field count, body) and the smuggling shapes the C parser
-/// accepts (obs-fold, whitespace before a colon, bare LF) are ours to refuse
-/// (RELIABILITY.md group B), and the connection code should see one request at a time.
+/// Primary adapter, private. Why our own parser and not a library: the limits (request
+/// line, header block, field count, body) and the smuggling shapes that lenient parsers
+/// accept (obs-fold, whitespace before a colon, bare LF) are ours to refuse (RELIABILITY.md
+/// group B), the connection code should see one request at a time, and one pass that
+/// decides everything cannot disagree with itself about where a message ends. The
+/// reasoning, the decisions and the measured cost are in request_parser.cpp.
 #pragma once
 
 #include <cstddef>
@@ -27,26 +29,50 @@ struct parser_limits {
   std::size_t max_body = 4u << 20;           ///< decoded body bytes; over: 413
 };
 
-/// One header field; the name is lower-cased (HTTP field names are case-insensitive).
+/// One header field, as views into the request's own copy of its header section.
+///
+/// Why views: a string per name and per value cost two allocations per field, the largest
+/// share of the framing cost of a small request. Lifetime: valid while the `request` that
+/// holds it lives (moving the request keeps them valid).
 struct header_field {
-  std::string name;
-  std::string value;  ///< with surrounding whitespace removed
+  std::string_view name;   ///< lower-cased (HTTP field names are case-insensitive)
+  std::string_view value;  ///< with surrounding whitespace removed
 };
 
-/// One complete request.
+/// One complete request. It owns its bytes: the header section is copied once into
+/// private storage that `method`, `target` and every `header_field` view, so it stays
+/// valid after `request_parser::take()` while the connection reuses its read buffer.
+///
+/// Move-only: a copy's views would point into the original's storage and dangle once it
+/// is gone. A moved-from request is empty.
 struct request {
-  std::string method;  ///< as sent, e.g. "POST"
-  std::string target;  ///< request-target as sent, e.g. "/mcp?sessionId=x"
+  std::string_view method;  ///< as sent, e.g. "POST"
+  std::string_view target;  ///< request-target as sent, e.g. "/mcp?sessionId=x"
   unsigned version_major = 1;
   unsigned version_minor = 1;
   std::vector<header_field> headers;
-  std::string body;  ///< de-chunked
+  std::string body;  ///< de-chunked; a string because it is moved into the JSON decoder
   bool keep_alive = true;  ///< per HTTP version and Connection header
 
-  /// The first value of `lower_name`, or null.
-  [[nodiscard]] const std::string* find(std::string_view lower_name) const noexcept;
+  request() = default;
+  request(request&& other) noexcept;
+  request& operator=(request&& other) noexcept;
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+  ~request() = default;
+
+  /// The first value of `lower_name`, or null. Lifetime: as the request's.
+  [[nodiscard]] const std::string_view* find(std::string_view lower_name) const noexcept;
   /// How many fields are named `lower_name`.
   [[nodiscard]] std::size_t count(std::string_view lower_name) const noexcept;
+
+ private:
+  friend class request_parser;
+  /// The request line and header section as received (names lower-cased in place), which
+  /// every view above points into. A vector, not a string: moving a vector keeps its
+  /// buffer, while a short string's small-buffer storage would move and leave the views
+  /// pointing at the old object.
+  std::vector<char> head_;
 };
 
 /// Incremental request parser. Feed bytes; it stops at the end of the headers (so the
@@ -56,6 +82,7 @@ struct request {
 ///
 /// Invariants: after `failed()`, nothing more is parsed; the connection must answer
 /// `error_status()` and close, because the stream can no longer be trusted to be in sync.
+/// Affinity: the connection that owns it.
 class request_parser {
  public:
   explicit request_parser(parser_limits limits = {});
@@ -65,7 +92,8 @@ class request_parser {
 
   /// Consumes bytes from `data`; returns how many were used. It returns early (with
   /// bytes left) once the headers are complete (`headers_complete()` turns true, once per
-  /// request) and when a request is complete (`complete()`).
+  /// request) and when a request is complete (`complete()`). Used bytes may be discarded
+  /// by the caller: whatever the request needs of them has been copied.
   std::size_t feed(const char* data, std::size_t size);
 
   /// True once, right after the header block of the current request was parsed.
@@ -81,7 +109,7 @@ class request_parser {
   [[nodiscard]] request take();
 
   /// True after a framing error; `error_status()` is the HTTP status to answer (400,
-  /// 413, 414, 431, 501 for an unknown transfer coding, 505 for a bad version).
+  /// 413, 414, 431, 501 for CONNECT or an unknown transfer coding, 505 for a bad version).
   [[nodiscard]] bool failed() const noexcept;
   [[nodiscard]] int error_status() const noexcept;
   [[nodiscard]] std::string_view error_reason() const noexcept;
