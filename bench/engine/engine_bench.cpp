@@ -5,11 +5,15 @@
 /// question, the bench routes the answer back, the tool resumes and answers). The
 /// session's outbound is a capture and its io_context is polled, as in
 /// test/unit/application/session_test.cpp. Each benchmark checks its output once before
-/// timing (STYLE.md 3.9).
+/// timing (STYLE.md 3.9), and reports `allocs`: calls of `operator new` per item.
+#include <atomic>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -26,6 +30,72 @@
 #include <droid/domain/ir/codec.hpp>
 
 namespace {
+
+/// Calls of `operator new` in this program, for the `allocs` counter.
+///
+/// Why counted: allocation was a fifth of a call's time, and a count repeats exactly
+/// where times wander. Included: the bench's own copy of the message, one per item. Left
+/// out: Asio's operation for the posted driver, which comes from `aligned_alloc` when the
+/// post happens outside `run()` (as here) and from Asio's per-thread cache inside it (as
+/// in a server).
+std::atomic<std::int64_t> news{0};
+
+/// `malloc` (or `aligned_alloc` beyond the default alignment), counted.
+void* counted_alloc(std::size_t size, std::size_t align) noexcept {
+  news.fetch_add(1, std::memory_order_relaxed);
+  if (size == 0) size = 1;
+  if (align <= alignof(std::max_align_t)) return std::malloc(size);
+  return std::aligned_alloc(align, (size + align - 1) / align * align);
+}
+
+void* counted_alloc_or_throw(std::size_t size, std::size_t align) {
+  if (void* p = counted_alloc(size, align)) return p;
+  throw std::bad_alloc();
+}
+
+}  // namespace
+
+// Every replaceable form, so that no allocation made through one library's form meets a
+// deallocation through another's (under AddressSanitizer, simdjson's nothrow `new` would
+// otherwise be its interceptor's and our `delete` a plain `free`). Out of line: inlined,
+// g++ 12 sees `malloc`'s pointer reach `operator delete` and reports a mismatch
+// (-Wmismatched-new-delete) that is not one.
+[[gnu::noinline]] void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
+[[gnu::noinline]] void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
+[[gnu::noinline]] void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+[[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+[[gnu::noinline]] void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+[[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace {
+
+/// Sets `allocs` to the `operator new` calls per item since `before`.
+void report_allocations(benchmark::State& state, std::int64_t before) {
+  state.counters["allocs"] = benchmark::Counter(static_cast<double>(news.load(std::memory_order_relaxed) - before),
+                                                benchmark::Counter::kAvgIterations);
+}
 
 struct echo_args {
   std::string text;
@@ -102,11 +172,13 @@ void dispatch_tools_call(benchmark::State& state) {
     return;
   }
   e.out->sent.clear();
+  const std::int64_t before = news.load(std::memory_order_relaxed);
   for (auto _ : state) {
     e.feed(call);
     benchmark::DoNotOptimize(e.out->sent.back().data());
     e.out->sent.clear();
   }
+  report_allocations(state, before);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(dispatch_tools_call);
@@ -149,6 +221,7 @@ void exchange_round_trip(benchmark::State& state) {
     }
     e.out->sent.clear();
   }
+  const std::int64_t before = news.load(std::memory_order_relaxed);
   for (auto _ : state) {
     if (!once()) {
       state.SkipWithError("an iteration lost its question or answer");
@@ -157,6 +230,7 @@ void exchange_round_trip(benchmark::State& state) {
     benchmark::DoNotOptimize(e.out->sent.back().data());
     e.out->sent.clear();
   }
+  report_allocations(state, before);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(exchange_round_trip);

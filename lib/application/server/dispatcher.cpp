@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
 namespace droid::detail {
@@ -21,13 +22,16 @@ std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
   return std::nullopt;
 }
 
-/// Runs a tool to completion, turning whatever it does into a reply.
+/// Runs a tool to completion, turning whatever it does into a reply: the whole response
+/// for request `id`, written once into the buffer that is sent.
 /// Why here and not in the tool wrapper: a throwing tool must become `isError` content
 /// for that call only (as the official SDKs do), whatever adapter produced its task.
 /// `tool` is held for the whole call, and declared before `work` so it is destroyed
 /// after it: the handler's lambda (and its captures) must outlive its coroutine frame
-/// even if the tool is removed meanwhile.
-task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, task<tool_result> work) {
+/// even if the tool is removed meanwhile. `id` is the caller's (request_scope's
+/// lifetime), which outlives this frame.
+task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, task<tool_result> work,
+                     const ir::request_id& id) {
   tool_result result;
   try {
     result = co_await std::move(work);
@@ -36,7 +40,13 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
   } catch (...) {
     result = tool_result::error("the tool failed with an exception that is not a std::exception");
   }
-  co_return reply::ok(result.to_json());
+  std::string text;
+  // The head is 32 bytes and the id (an integer has at most 20), then the result and `}`.
+  text.reserve(33 + (id.is_string() ? id.string().size() + 2 : 20) + result.json_size_hint());
+  ir::append_result_head(text, id);
+  result.append_json(text);
+  text.push_back('}');
+  co_return reply::response(std::move(text));
 }
 
 }  // namespace
@@ -69,27 +79,70 @@ bool decode_cursor(std::string_view cursor, std::string& next) {
   return true;
 }
 
+namespace {
+
+/// The methods the dispatcher serves. Why named once: the method is compared with each
+/// name a single time, instead of once to decide whether it is known and again to route it.
+enum class method_kind : std::uint8_t {
+  ping,
+  tools_list,
+  tools_call,
+  resources_list,
+  resource_templates_list,
+  resources_read,
+  prompts_list,
+  prompts_get,
+  completion_complete,
+  unknown,
+};
+
+method_kind kind_of(std::string_view method) noexcept {
+  // tools/call first: it is most of the traffic.
+  if (method == "tools/call") return method_kind::tools_call;
+  if (method == "ping") return method_kind::ping;
+  if (method == "tools/list") return method_kind::tools_list;
+  if (method == "resources/list") return method_kind::resources_list;
+  if (method == "resources/templates/list") return method_kind::resource_templates_list;
+  if (method == "resources/read") return method_kind::resources_read;
+  if (method == "prompts/list") return method_kind::prompts_list;
+  if (method == "prompts/get") return method_kind::prompts_get;
+  if (method == "completion/complete") return method_kind::completion_complete;
+  return method_kind::unknown;
+}
+
+}  // namespace
+
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
                                                       request_scope scope) {
-  const bool known = method == "ping" || method == "tools/list" || method == "tools/call" ||
-                     (server_.resource_count() > 0 &&
-                      (method == "resources/list" || method == "resources/templates/list" || method == "resources/read")) ||
-                     (server_.prompt_count() > 0 && (method == "prompts/list" || method == "prompts/get")) ||
-                     (server_.has_completers() && method == "completion/complete");
+  const method_kind kind = kind_of(method);
+  bool known = true;
+  switch (kind) {
+    case method_kind::resources_list:
+    case method_kind::resource_templates_list:
+    case method_kind::resources_read: known = server_.resource_count() > 0; break;
+    case method_kind::prompts_list:
+    case method_kind::prompts_get: known = server_.prompt_count() > 0; break;
+    case method_kind::completion_complete: known = server_.has_completers(); break;
+    case method_kind::unknown: known = false; break;
+    default: break;
+  }
   if (!known) return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
   if (params.present() && params.kind != ir::json_kind::object && params.kind != ir::json_kind::null)
     return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");
-  if (method == "ping") return reply::ok("{}");
-  if (method == "tools/list") return list_tools(params);
-  if (method == "tools/call") return call_tool(params, scope);
-  if (method == "resources/list") return list_resources(params, false);
-  if (method == "resources/templates/list") return list_resources(params, true);
-  if (method == "resources/read") return read_resource(params, scope);
-  if (method == "prompts/list") return list_prompts(params);
-  if (method == "prompts/get") return get_prompt(params, scope);
-  if (method == "completion/complete") return complete(params, scope);
+  switch (kind) {
+    case method_kind::ping: return reply::ok("{}");
+    case method_kind::tools_list: return list_tools(params);
+    case method_kind::tools_call: return call_tool(params, scope);
+    case method_kind::resources_list: return list_resources(params, false);
+    case method_kind::resource_templates_list: return list_resources(params, true);
+    case method_kind::resources_read: return read_resource(params, scope);
+    case method_kind::prompts_list: return list_prompts(params);
+    case method_kind::prompts_get: return get_prompt(params, scope);
+    case method_kind::completion_complete: return complete(params, scope);
+    case method_kind::unknown: break;
+  }
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
 }
 
@@ -172,7 +225,7 @@ std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, 
     data += '}';
     return reply::error(ir::errc::resource_not_found, "Resource not found: " + *uri, std::move(data));
   }
-  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, std::move(scope.stop), scope.executor);
   task<std::vector<resource_contents>> work;
   try {
     work = entry->read(*scope.context, resource_request{*uri, std::move(variables)});
@@ -249,7 +302,7 @@ std::variant<reply, task<reply>> dispatcher::get_prompt(ir::raw_json params, req
   for (const prompt_argument& a : entry->info.arguments)
     if (a.required && !args.contains(a.name))
       return reply::error(ir::errc::invalid_params, "Invalid params: missing required argument `" + a.name + "`");
-  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, std::move(scope.stop), scope.executor);
   task<prompt_result> work;
   try {
     work = entry->get(*scope.context, std::move(args));
@@ -290,7 +343,7 @@ std::variant<reply, task<reply>> dispatcher::complete(ir::raw_json params, reque
   completer_fn fn = server_.find_completer(ref_type, ref, argument);
   // Nothing to suggest is an empty completion, not an error.
   if (!fn) return reply::ok(R"({"completion":{"values":[],"total":0,"hasMore":false}})");
-  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, scope.stop, scope.executor);
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, std::move(scope.stop), scope.executor);
   task<std::vector<std::string>> work;
   try {
     work = fn(*scope.context, std::move(request));
@@ -325,7 +378,8 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
           outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
           return;
         }
-        scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), scope.stop, scope.executor);
+        scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
+                              scope.executor);
         // The arguments are decoded now, while the parsed tape exists; the task owns the
         // decoded value, not the tape.
         task<tool_result> work;
@@ -338,7 +392,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
         } catch (...) {
           work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
         }
-        outcome = run_tool(std::move(tool), std::move(work));
+        outcome = run_tool(std::move(tool), std::move(work), scope.id);
       },
       &detail);
   if (ec) return reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(detail));

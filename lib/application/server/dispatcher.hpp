@@ -26,30 +26,43 @@
 
 namespace droid::detail {
 
-/// The answer to one request: a result's JSON text, or a JSON-RPC error.
+/// The answer to one request: a result's JSON text, a whole response already framed, or
+/// a JSON-RPC error.
 struct reply {
+  /// The result's JSON text; or, when `framed`, the whole response message.
   std::string result;
   std::int64_t code = 0;  ///< 0 for a result
   std::string message;
   std::string data;  ///< JSON text of `error.data`, or empty
+  /// `result` already carries the envelope (`{"jsonrpc":"2.0","id":...,"result":...}`) for
+  /// the request's own id. Why: a tool result is written behind its envelope in the one
+  /// buffer that is sent, instead of being built and then copied into a second one.
+  bool framed = false;
 
   [[nodiscard]] bool is_error() const noexcept { return code != 0; }
-  [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, {}, {}}; }
+  [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, {}, {}, false}; }
+  [[nodiscard]] static reply response(std::string message_text) {
+    return reply{std::move(message_text), 0, {}, {}, true};
+  }
   [[nodiscard]] static reply error(ir::errc c, std::string text, std::string data_json = {}) {
-    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json)};
+    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json), false};
   }
 };
 
 /// Everything a request handler may use besides its parameters.
 ///
-/// Lifetime: owned by the caller's per-request record, which outlives any task the
-/// dispatcher returns; `context` is constructed here for tools and must stay put.
+/// Lifetime: the references belong to the caller's per-request record (or the session),
+/// which outlives any task the dispatcher returns; so a task may keep `id` by reference.
+/// `context` is constructed here for tools and must stay put. Why references: this is
+/// built for every request, and copies of the id, the executor and the token cost more
+/// than the dispatch of a small tools/call around them.
 struct request_scope {
   const peer_info& peer;
   request_channel& channel;
-  ir::request_id id;
+  const ir::request_id& id;
+  /// Moved into the context; a handler that builds no context leaves it.
   std::stop_token stop;
-  asio::any_io_executor executor;
+  const asio::any_io_executor& executor;
   std::optional<tool_context>& context;
 };
 

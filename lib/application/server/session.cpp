@@ -23,12 +23,12 @@
 #include <set>
 #include <unordered_map>
 
+#include <asio/io_context.hpp>
+
 #include <droid/application/server/server.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
-
-#include <droid/domain/ir/codec.hpp>
 
 #include "dispatcher.hpp"
 
@@ -67,10 +67,26 @@ struct stream_finisher {
   }
 };
 
-/// One request being served: its stop source and the context its tool sees.
+/// Starts a request's task on the session's executor.
+///
+/// Why not `spawn` on the `any_io_executor` alone: posting through the type-erased
+/// executor wraps the driver in one more function object (an allocation, and an indirect
+/// call) before the io_context wraps it in its own operation. Shards are io_contexts, so
+/// the usual executor is unwrapped and posted to directly; any other kind still works.
+template <class Handler>
+void start(const asio::any_io_executor& executor, task<detail::reply> work, Handler&& on_done) {
+  if (const auto* io = executor.target<asio::io_context::executor_type>()) {
+    spawn(*io, std::move(work), std::forward<Handler>(on_done));
+  } else {
+    spawn(executor, std::move(work), std::forward<Handler>(on_done));
+  }
+}
+
+/// One request being served: its stop source and the context its tool sees. Lives in the
+/// in-flight table's node, under the request's id, so admitting a request allocates once.
 struct call final : detail::request_channel {
-  call(session& s, session::impl& st, ir::request_id i, std::shared_ptr<outbound> o)
-      : owner(s), state(st), id(std::move(i)), stream(std::move(o)) {}
+  call(session& s, session::impl& st, std::shared_ptr<outbound> o, bool finish)
+      : owner(s), state(st), stream(std::move(o)), finish_stream(finish) {}
   void notify(std::string_view method, std::string params_json) override;
   void close_stream() override {
     if (stream && !cancelled) stream->interrupt();
@@ -81,7 +97,6 @@ struct call final : detail::request_channel {
   void cancel_exchange(std::int64_t id) override;
   session& owner;
   session::impl& state;
-  ir::request_id id;
   /// Where this request's notifications and response go (the POST's stream on HTTP).
   std::shared_ptr<outbound> stream;
   std::stop_source stop;
@@ -105,7 +120,11 @@ struct session::impl {
     ir::append_error(buf, id, static_cast<std::int64_t>(code), text);
     send(to, std::move(buf));
   }
-  void send_reply(outbound* to, const ir::request_id& id, const detail::reply& r) {
+  void send_reply(outbound* to, const ir::request_id& id, detail::reply&& r) {
+    if (r.framed) {
+      send(to, std::move(r.result));
+      return;
+    }
     std::string buf;
     if (r.is_error()) {
       ir::append_error(buf, id, r.code, r.message, r.data);
@@ -129,7 +148,10 @@ struct session::impl {
   /// URIs the client subscribed to (`resources/subscribe`).
   std::set<std::string, std::less<>> subscriptions;
   std::size_t dropped = 0;
-  std::unordered_map<ir::request_id, std::unique_ptr<call>> in_flight;
+  /// The peer's requests being served. Node-based on purpose: a call's address (its
+  /// tool's context points at it) and its key (its task reads the id) must not move
+  /// when the table grows.
+  std::unordered_map<ir::request_id, call> in_flight;
 
   /// Server-to-client requests awaiting the peer's answer, by the id we minted.
   ///
@@ -216,8 +238,8 @@ void session::close() {
   }
   std::vector<std::stop_source> stops;
   for (auto& [id, c] : s.in_flight) {
-    c->cancelled = true;
-    stops.push_back(c->stop);
+    c.cancelled = true;
+    stops.push_back(c.stop);
   }
   for (std::stop_source& stop : stops) stop.request_stop();
 }
@@ -225,10 +247,10 @@ void session::close() {
 void session::cancel(const ir::request_id& id) {
   auto it = impl_->in_flight.find(id);
   if (it == impl_->in_flight.end()) return;
-  it->second->cancelled = true;
+  it->second.cancelled = true;
   // Copied first: the stop callbacks may resume the tool, which may finish and erase
   // its own entry.
-  std::stop_source stop = it->second->stop;
+  std::stop_source stop = it->second.stop;
   auto keep_alive = shared_from_this();
   stop.request_stop();
 }
@@ -491,25 +513,34 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     return;
   }
 
-  if (s.in_flight.contains(id)) {
+  // One lookup admits the request or finds the duplicate; on a duplicate nothing is
+  // constructed and `stream` is not moved from.
+  auto [slot, admitted] = s.in_flight.try_emplace(id, *this, s, std::move(stream), own_stream);
+  if (!admitted) {
     // id null: answering with the id would make two responses carry it, and the peer
     // could not tell which request each one ends (RELIABILITY decision 5).
     s.send_error(to, std::nullopt, ir::errc::invalid_request,
                  "Invalid Request: request id " + id.to_json() + " is already in flight");
     return;
   }
-
-  auto c = std::make_unique<call>(*this, s, id, stream);
-  c->finish_stream = own_stream;
-  call& record = *c;
+  call& record = slot->second;
+  const ir::request_id& key = slot->first;
+  // A request answered at once leaves the table before its answer goes out, as one
+  // answered later does; its stream comes back here first, so that `to` and `done`
+  // outlive the entry.
+  auto retire = [&] {
+    stream = std::move(record.stream);
+    s.in_flight.erase(id);
+  };
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
     dispatched.emplace(s.dispatch.dispatch(
         method, msg.params(),
-        detail::request_scope{s.peer, record, id, record.stop.get_token(), s.executor, record.context}));
+        detail::request_scope{s.peer, record, key, record.stop.get_token(), s.executor, record.context}));
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the session goes on.
+    retire();
     s.srv.log(std::string("handler for ") + method + " failed: " + e.what());
     s.send_error(to, id, ir::errc::internal_error, "Internal error");
     return;
@@ -517,24 +548,26 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   auto& outcome = *dispatched;
 
   if (auto* now = std::get_if<detail::reply>(&outcome)) {
-    s.send_reply(to, id, *now);
+    retire();
+    s.send_reply(to, id, std::move(*now));
     return;
   }
 
   // The task finishes the stream itself, later.
   done.to = nullptr;
-  s.in_flight.emplace(id, std::move(c));
-  spawn(s.executor, std::move(std::get<1>(outcome)),
-        [self = shared_from_this(), id](std::exception_ptr failure, detail::reply r) {
+  // The completion finds its entry by the key in the table's own node: only it erases
+  // the entry of a spawned request, so the key is there until then (and copying it
+  // would allocate for a long string id).
+  start(s.executor, std::move(std::get<1>(outcome)),
+        [self = shared_from_this(), id_in_node = &key](std::exception_ptr failure, detail::reply r) {
           impl& st = *self->impl_;
-          auto it = st.in_flight.find(id);
-          if (it == st.in_flight.end()) return;
-          const bool silent = it->second->cancelled;
-          const bool finish = it->second->finish_stream;
-          const std::shared_ptr<outbound> to = std::move(it->second->stream);
-          st.in_flight.erase(it);
-          stream_finisher done{finish ? to.get() : nullptr};
-          if (silent) return;
+          // Out of the table first (as before any answer), but kept alive until the
+          // answer is sent: the node holds the id the answer carries.
+          auto entry = st.in_flight.extract(*id_in_node);
+          call& c = entry.mapped();
+          const std::shared_ptr<outbound> to = std::move(c.stream);
+          stream_finisher done{c.finish_stream ? to.get() : nullptr};
+          if (c.cancelled) return;
           if (failure) {
             // The dispatcher turns tool exceptions into results, so this is a handler of
             // ours failing: a generic answer for the peer, the detail for the log.
@@ -545,10 +578,10 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
             } catch (...) {
               st.srv.log("handler failed with a non-standard exception");
             }
-            st.send_error(to.get(), id, ir::errc::internal_error, "Internal error");
+            st.send_error(to.get(), entry.key(), ir::errc::internal_error, "Internal error");
             return;
           }
-          st.send_reply(to.get(), id, r);
+          st.send_reply(to.get(), entry.key(), std::move(r));
         });
 }
 

@@ -7,33 +7,65 @@
 /// serialise it again would copy every byte twice.
 #include <droid/domain/ir/codec.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 namespace droid::ir {
+
+namespace {
+
+/// Whether any of the eight bytes of `w` needs an escape: a control character, `"` or `\`.
+///
+/// Why eight at a time: tool results are mostly text that needs no escape at all, and
+/// testing a word per step (the "has a byte less than n / equal to c" tricks) costs about
+/// as much as testing one byte did. A word that may need one is re-read byte by byte.
+constexpr bool needs_escape(std::uint64_t w) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL;
+  constexpr std::uint64_t highs = 0x8080808080808080ULL;
+  const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+  const std::uint64_t below_space = (w - ones * 0x20) & ~w & highs;
+  return (below_space | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'))) != 0;
+}
+
+}  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
   std::size_t run = 0;  // start of the current run of bytes that need no escape
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default: {
-        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-        out.append(esc, 6);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    // A short tail is padded with spaces, which need no escape, so it is one test too.
+    const std::size_t take = std::min<std::size_t>(8, s.size() - i);
+    std::uint64_t w = 0x2020202020202020ULL;
+    std::memcpy(&w, s.data() + i, take);
+    if (!needs_escape(w)) {
+      i += take;
+      continue;
+    }
+    for (const std::size_t end = i + take; i < end; ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out.append(s.data() + run, i - run);
+      run = i + 1;
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default: {
+          const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+          out.append(esc, 6);
+        }
       }
     }
   }
@@ -92,20 +124,21 @@ void append_json(std::string& out, const boost::json::value& v) {
       out.push_back(']');
       return;
     }
-    case boost::json::kind::object: {
-      out.push_back('{');
-      bool first = true;
-      for (const auto& member : v.get_object()) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_json_string(out, std::string_view(member.key().data(), member.key().size()));
-        out.push_back(':');
-        append_json(out, member.value());
-      }
-      out.push_back('}');
-      return;
-    }
+    case boost::json::kind::object: append_json(out, v.get_object()); return;
   }
+}
+
+void append_json(std::string& out, const boost::json::object& o) {
+  out.push_back('{');
+  bool first = true;
+  for (const auto& member : o) {
+    if (!first) out.push_back(',');
+    first = false;
+    append_json_string(out, std::string_view(member.key().data(), member.key().size()));
+    out.push_back(':');
+    append_json(out, member.value());
+  }
+  out.push_back('}');
 }
 
 std::string to_json_text(const boost::json::value& v) {
@@ -114,10 +147,14 @@ std::string to_json_text(const boost::json::value& v) {
   return out;
 }
 
-void append_result(std::string& out, const request_id& id, std::string_view result_json) {
+void append_result_head(std::string& out, const request_id& id) {
   out += R"({"jsonrpc":"2.0","id":)";
   id.append_json(out);
   out += R"(,"result":)";
+}
+
+void append_result(std::string& out, const request_id& id, std::string_view result_json) {
+  append_result_head(out, id);
   out += result_json;
   out.push_back('}');
 }

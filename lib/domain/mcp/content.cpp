@@ -3,15 +3,18 @@
 /// Content block factories and the `CallToolResult` serialiser.
 #include <droid/domain/mcp/content.hpp>
 
+#include <mutex>
+
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/string.hpp>
+#include <boost/json/value.hpp>
 
 #include <droid/domain/ir/codec.hpp>
 
 namespace droid {
 
-content content::text(std::string_view text) {
-  return content({{"type", "text"}, {"text", text}});
-}
+content content::text(std::string_view text) { return content(text_only{}, text); }
 
 content content::image(std::string_view base64_data, std::string_view mime_type) {
   return content({{"type", "image"}, {"data", base64_data}, {"mimeType", mime_type}});
@@ -42,7 +45,66 @@ content content::embedded_blob(std::string_view uri, std::string_view base64_blo
 }
 
 content& content::annotate(boost::json::object annotations) {
+  if (text_only_) {
+    (void)json();
+    text_only_ = false;
+    text_ = std::string();
+  }
   json_["annotations"] = std::move(annotations);
+  return *this;
+}
+
+const boost::json::object& content::json() const noexcept {
+  if (text_only_ && !built_.load(std::memory_order_acquire)) {
+    // One lock for every block: first calls are rare (the engine serialises text blocks
+    // without them), and a block-sized mutex would make content immovable.
+    static std::mutex building;
+    const std::lock_guard lock(building);
+    if (!built_.load(std::memory_order_relaxed)) {
+      json_ = boost::json::object{{"type", "text"}, {"text", text_}};
+      built_.store(true, std::memory_order_release);
+    }
+  }
+  return json_;
+}
+
+void content::append_json(std::string& out) const {
+  if (text_only_) {
+    out += R"({"type":"text","text":)";
+    ir::append_json_string(out, text_);
+    out.push_back('}');
+    return;
+  }
+  ir::append_json(out, json_);
+}
+
+content::content(const content& other)
+    : text_(other.text_), json_(other.text_only_ ? boost::json::object() : other.json_), text_only_(other.text_only_) {}
+
+// Moving needs the source to itself (nothing else may be using it), so its object,
+// built or not, comes along, and plain loads and stores suffice.
+content::content(content&& other) noexcept
+    : text_(std::move(other.text_)),
+      json_(std::move(other.json_)),
+      text_only_(other.text_only_),
+      built_(other.built_.load(std::memory_order_relaxed)) {
+  other.built_.store(false, std::memory_order_relaxed);
+}
+
+content& content::operator=(const content& other) {
+  if (this != &other) *this = content(other);
+  return *this;
+}
+
+content& content::operator=(content&& other) noexcept {
+  if (this == &other) return *this;
+  text_ = std::move(other.text_);
+  // Every block's object uses the default storage, so this move cannot fall back to a
+  // throwing copy.
+  json_ = std::move(other.json_);
+  text_only_ = other.text_only_;
+  built_.store(other.built_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  other.built_.store(false, std::memory_order_relaxed);
   return *this;
 }
 
@@ -98,14 +160,69 @@ tool_result& tool_result::set_error(bool is_error) noexcept {
 }
 
 std::string tool_result::to_json() const {
-  boost::json::object o;
-  boost::json::array blocks;
-  blocks.reserve(content_.size());
-  for (const content& c : content_) blocks.push_back(c.json());
-  o["content"] = std::move(blocks);
-  if (structured_) o["structuredContent"] = *structured_;
-  if (is_error_) o["isError"] = true;
-  return ir::to_json_text(o);
+  std::string out;
+  out.reserve(json_size_hint());
+  append_json(out);
+  return out;
+}
+
+// Written by hand around the blocks rather than as a `boost::json::object` holding copies
+// of them: that deep copy was most of the cost of answering a small tools/call.
+void tool_result::append_json(std::string& out) const {
+  out += R"({"content":[)";
+  bool first = true;
+  for (const content& c : content_) {
+    if (!first) out.push_back(',');
+    first = false;
+    c.append_json(out);
+  }
+  out.push_back(']');
+  if (structured_) {
+    out += R"(,"structuredContent":)";
+    ir::append_json(out, *structured_);
+  }
+  if (is_error_) out += R"(,"isError":true)";
+  out.push_back('}');
+}
+
+namespace {
+
+/// Bytes of `v` as compact JSON, counting strings unescaped and numbers at their widest.
+std::size_t json_size(const boost::json::value& v) noexcept;
+
+std::size_t json_size(const boost::json::object& o) noexcept {
+  std::size_t n = 2;
+  for (const auto& member : o) n += member.key().size() + 4 + json_size(member.value());
+  return n;
+}
+
+std::size_t json_size(const boost::json::value& v) noexcept {
+  switch (v.kind()) {
+    case boost::json::kind::string: return v.get_string().size() + 2;
+    case boost::json::kind::object: return json_size(v.get_object());
+    case boost::json::kind::array: {
+      std::size_t n = 2;
+      for (const boost::json::value& e : v.get_array()) n += json_size(e) + 1;
+      return n;
+    }
+    case boost::json::kind::null:
+    case boost::json::kind::bool_: return 5;
+    default: return 24;
+  }
+}
+
+}  // namespace
+
+std::size_t content::json_size_hint() const noexcept {
+  // `{"type":"text","text":` and `}` around the text.
+  return text_only_ ? text_.size() + 25 : json_size(json_);
+}
+
+std::size_t tool_result::json_size_hint() const noexcept {
+  std::size_t n = 32;  // the envelope: {"content":[...],"isError":true}
+  for (const content& c : content_) n += c.json_size_hint() + 1;
+  if (structured_) n += 22 + json_size(*structured_);
+  return n;
 }
 
 }  // namespace droid

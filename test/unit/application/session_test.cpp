@@ -245,6 +245,30 @@ TEST_SUITE("application/session") {
     CHECK(f.out->pop().at("id") == "5");
   }
 
+  TEST_CASE("a long string id is answered, refused as a duplicate and cancelled exactly") {
+    // Longer than any std::string keeps inline: the in-flight table's node owns the one
+    // copy that the answer and the cancellation are matched against.
+    fixture f;
+    f.initialize();
+    const std::string id = R"("a request id longer than sixteen bytes, with \"escapes\"")";
+    f.feed(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})");
+    auto r = f.out->pop();
+    CHECK(r.at("id") == boost::json::parse(id));
+    CHECK(r.at("result").at("content").at(0).at("text") == "hi");
+    CHECK(f.s->in_flight() == 0);
+
+    f.feed(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"tools/call","params":{"name":"slow","arguments":{}}})");
+    f.out->sent.clear();  // progress
+    f.feed(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
+    CHECK(f.out->pop().at("id").is_null());
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + id + "}}");
+    CHECK(f.slow_finished == 1);
+    CHECK(f.s->in_flight() == 0);
+    CHECK(f.out->sent.empty());
+    f.feed(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
+    CHECK(f.out->pop().at("id") == boost::json::parse(id));
+  }
+
   TEST_CASE("notifications/cancelled stops the tool and no response is sent for it") {
     fixture f;
     f.initialize();

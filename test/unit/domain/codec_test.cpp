@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <doctest/doctest.h>
 
@@ -255,6 +256,38 @@ TEST_SUITE("domain/ir/encode") {
     CHECK(v.at("id").is_null());
     CHECK(v.at("error").at("code") == -32700);
     CHECK(v.at("error").at("message") == boost::json::value("bad \x01 input"));
+  }
+
+  TEST_CASE("strings are escaped wherever the escape falls in a word") {
+    // The escaper tests eight bytes at a time: put every character that needs an escape
+    // (and a few that do not: DEL, UTF-8, the bytes just above each one) at each offset
+    // of strings long enough to span several words, and compare with Boost.JSON's reading.
+    const std::string specials[] = {"\"", "\\", "\n", "\r", "\t", "\b", "\f", std::string(1, '\0'), "\x1f",
+                                    "\x7f", "\xc3\xa9", "#", "]", "!", " "};
+    for (const std::string& special : specials) {
+      for (std::size_t at = 0; at < 20; ++at) {
+        std::string text(19, 'a');
+        text.insert(at, special);
+        std::string out;
+        droid::ir::append_json_string(out, text);
+        CAPTURE(out);
+        const boost::json::value back = boost::json::parse(out);
+        REQUIRE(back.is_string());
+        CHECK(std::string_view(back.get_string()) == text);
+      }
+    }
+    std::string out;
+    droid::ir::append_json_string(out, "");
+    CHECK(out == "\"\"");
+  }
+
+  TEST_CASE("a result head, a result and a brace make the same response as append_result") {
+    std::string whole, parts;
+    droid::ir::append_result(whole, request_id(std::string("s")), R"({"a":1})");
+    droid::ir::append_result_head(parts, request_id(std::string("s")));
+    parts += R"({"a":1})";
+    parts += '}';
+    CHECK(parts == whole);
   }
 
   TEST_CASE("numbers are written in their shortest form, non-finite as null") {

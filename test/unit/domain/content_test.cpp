@@ -3,10 +3,16 @@
 /// Content blocks, tool results and tool descriptors as MCP spells them.
 #include <droid/domain/mcp/content.hpp>
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <boost/json/parse.hpp>
 
 #include <doctest/doctest.h>
 
+#include <droid/domain/ir/codec.hpp>
 #include <droid/domain/mcp/tool.hpp>
 
 TEST_SUITE("domain/mcp/content") {
@@ -44,6 +50,70 @@ TEST_SUITE("domain/mcp/content") {
     CHECK_FALSE(v.as_object().contains("isError"));
     v = boost::json::parse(droid::tool_result::error("no").to_json());
     CHECK(v.at("isError") == true);
+  }
+
+  TEST_CASE("a text block keeps its text until its object is asked for, and behaves as one either way") {
+    const droid::content t = droid::content::text("a \"b\"\n");
+    const boost::json::object expected{{"type", "text"}, {"text", "a \"b\"\n"}};
+    std::string written;
+    t.append_json(written);  // before the object exists
+    CHECK(boost::json::parse(written) == expected);
+    CHECK(t.json() == expected);
+    CHECK(written == droid::ir::to_json_text(t.json()));
+    CHECK(t.json_size_hint() + 3 >= written.size());  // three escapes
+
+    droid::content copy = t;  // of a block whose object exists
+    CHECK(copy.json() == expected);
+    droid::content unbuilt = droid::content::text("u");
+    droid::content copy_of_unbuilt = unbuilt;
+    droid::content moved = std::move(unbuilt);
+    CHECK(moved.json().at("text") == "u");
+    CHECK(copy_of_unbuilt.json().at("text") == "u");
+    droid::content assigned = droid::content::image("aGk=", "image/png");
+    assigned = t;
+    CHECK(assigned.json() == expected);
+    assigned = droid::content::text("z");
+    CHECK(assigned.json().at("text") == "z");
+    assigned = droid::content::audio("aGk=", "audio/wav");
+    CHECK(assigned.json().at("type") == "audio");
+
+    droid::content annotated = droid::content::text("x");
+    annotated.annotate({{"priority", 1}});
+    std::string a;
+    annotated.append_json(a);
+    CHECK(boost::json::parse(a) == annotated.json());
+    CHECK(annotated.json().at("text") == "x");
+    CHECK(annotated.json().at("annotations").at("priority") == 1);
+
+    // Concurrent first calls on one shared const block build its object once, safely.
+    const droid::content shared = droid::content::text("shared");
+    std::atomic<int> right{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+      threads.emplace_back([&] {
+        if (shared.json().at("text") == "shared") ++right;
+      });
+    for (std::thread& th : threads) th.join();
+    CHECK(right == 4);
+  }
+
+  TEST_CASE("a tool result is written as Boost.JSON would write the same object") {
+    droid::tool_result r = droid::tool_result::text("a \"quoted\"\nline");
+    r.add(droid::content::embedded_text("test://r", "body")).structured({{"k", 1}, {"s", "x"}});
+    r.set_error();
+    boost::json::array blocks;
+    for (const droid::content& c : r.blocks()) blocks.push_back(c.json());
+    const boost::json::object expected{
+        {"content", std::move(blocks)}, {"structuredContent", *r.structured_content()}, {"isError", true}};
+    std::string appended = "prefix:";
+    r.append_json(appended);
+    CHECK(appended == "prefix:" + r.to_json());
+    CHECK(boost::json::parse(r.to_json()) == expected);
+    // The hint is what lets the engine reserve once: with nothing to escape it is enough.
+    droid::tool_result plain = droid::tool_result::text("plain");
+    plain.add(droid::content::image("aGk=", "image/png")).structured({{"n", 12345}, {"b", false}, {"z", nullptr}});
+    CHECK(plain.json_size_hint() >= plain.to_json().size());
+    CHECK(droid::tool_result{}.to_json() == R"({"content":[]})");
   }
 
   TEST_CASE("a tool descriptor lists title, annotations and icons") {

@@ -43,6 +43,14 @@ using decoded = std::variant<message, rejection>;
 /// Appends `{"jsonrpc":"2.0","id":<id>,"result":<result_json>}`.
 void append_result(std::string& out, const request_id& id, std::string_view result_json);
 
+/// Appends `{"jsonrpc":"2.0","id":<id>,"result":`; the caller then writes the result and
+/// the closing `}`.
+///
+/// Why a half: a result written straight behind its envelope (a tool result serialised
+/// into the response text) is built once in one buffer, instead of as a string that
+/// `append_result` then copies.
+void append_result_head(std::string& out, const request_id& id);
+
 /// Appends a JSON-RPC error response; an empty `id` is written as `null`.
 /// `data_json`, when not empty, must be one JSON value and becomes `error.data`.
 void append_error(std::string& out, const std::optional<request_id>& id, std::int64_t code,
@@ -62,6 +70,8 @@ void append_notification(std::string& out, std::string_view method, std::string_
 /// at; this writes the shortest round-trip form (`20`, `3.5`), and non-finite numbers,
 /// which JSON cannot carry, as `null`.
 void append_json(std::string& out, const boost::json::value& v);
+/// The same for an object, which would otherwise have to be copied into a `value` first.
+void append_json(std::string& out, const boost::json::object& o);
 
 /// `v` as compact JSON text (see `append_json`).
 [[nodiscard]] std::string to_json_text(const boost::json::value& v);

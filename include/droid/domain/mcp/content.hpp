@@ -7,6 +7,8 @@
 /// names right, so a user never writes `"mimeType"` by hand and gets it wrong.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,11 +46,39 @@ class content {
   /// Attaches MCP annotations (`audience`, `priority`, `lastModified`) verbatim.
   content& annotate(boost::json::object annotations);
 
-  [[nodiscard]] const boost::json::object& json() const noexcept { return json_; }
+  /// The block as a JSON object. A text block builds it on the first call (see below);
+  /// running out of memory there terminates, as the `noexcept` this always had says.
+  [[nodiscard]] const boost::json::object& json() const noexcept;
+  /// Appends the block as compact JSON: the text `ir::append_json(out, json())` writes,
+  /// without building the object of a text block.
+  void append_json(std::string& out) const;
+  /// About how many bytes `append_json` writes (never fewer when nothing needs escaping).
+  [[nodiscard]] std::size_t json_size_hint() const noexcept;
+
+  content(const content& other);
+  content(content&& other) noexcept;
+  content& operator=(const content& other);
+  content& operator=(content&& other) noexcept;
+  ~content() = default;
 
  private:
+  struct text_only {};
   explicit content(boost::json::object o) : json_(std::move(o)) {}
-  boost::json::object json_;
+  content(text_only, std::string_view text) : text_(text), text_only_(true) {}
+
+  // ## Why a text block keeps only its text until asked for its object
+  // Most tools answer with one text block. As a Boost.JSON object it costs three
+  // allocations (the table and each key), their frees, and a walk to serialise it; as
+  // its text it is one string that the engine escapes straight into the response. So
+  // `text()` stores the text, and `json()` builds the object on first use. Building
+  // happens under a lock, so concurrent first calls on a shared const block are as
+  // safe as any const member function; copies never read another block's object while
+  // it may be being built (they copy the text, and build their own when asked).
+  std::string text_;
+  mutable boost::json::object json_;
+  bool text_only_ = false;
+  /// `json_` holds the object of a text-only block (published with release).
+  mutable std::atomic<bool> built_{false};
 };
 
 /// Standard base64 (RFC 4648, with padding), for image, audio and blob payloads.
@@ -82,6 +112,12 @@ class tool_result {
 
   /// The `CallToolResult` JSON text.
   [[nodiscard]] std::string to_json() const;
+  /// Appends the same text to `out`. Why: the engine writes a result straight behind its
+  /// JSON-RPC envelope, in the buffer that becomes the response, with no copy between.
+  void append_json(std::string& out) const;
+  /// About how many bytes `append_json` will write (never fewer when nothing needs
+  /// escaping), so a caller can reserve its buffer once instead of growing it again and again.
+  [[nodiscard]] std::size_t json_size_hint() const noexcept;
 
  private:
   std::vector<content> content_;
