@@ -32,8 +32,20 @@ enum class errc : int {
   invalid_params = -32602,
   /// The handler failed for a reason the peer cannot act on; details go to the log.
   internal_error = -32603,
-  /// MCP: `resources/read` for a URI the server does not have.
+  /// MCP 2025-11-25 and earlier: `resources/read` for a URI the server does not have.
+  /// (2026-07-28 answers `invalid_params` instead and forbids this code.)
   resource_not_found = -32002,
+  /// MCP 2026-07-28 `HeaderMismatch`: an HTTP routing header (`MCP-Protocol-Version`,
+  /// `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) is missing, malformed, or disagrees with the
+  /// body. HTTP 400.
+  header_mismatch = -32020,
+  /// MCP 2026-07-28 `MissingRequiredClientCapability`: serving the request needs a client
+  /// capability the request's `_meta` did not declare; `data.requiredCapabilities` names
+  /// them. HTTP 400.
+  missing_client_capability = -32021,
+  /// MCP 2026-07-28 `UnsupportedProtocolVersion`: the request's protocol version is not
+  /// one this server speaks; `data.supported` lists those it does. HTTP 400.
+  unsupported_protocol_version = -32022,
 };
 
 /// The category for `ir::errc`; `message()` gives the JSON-RPC standard wording.

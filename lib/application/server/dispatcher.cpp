@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// Method handlers: ping, tools/list, tools/call.
+/// Method handlers: ping, discovery, tools, resources, prompts, completion, listen.
 #include "dispatcher.hpp"
 
 #include <exception>
 
+#include <boost/json/array.hpp>
+
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
+
+#include "listen.hpp"
 
 namespace droid::detail {
 namespace {
@@ -31,7 +35,7 @@ std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
 /// even if the tool is removed meanwhile. `id` is the caller's (request_scope's
 /// lifetime), which outlives this frame.
 task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, task<tool_result> work,
-                     const ir::request_id& id) {
+                     const ir::request_id& id, const peer_info& peer, std::string_view modern_members) {
   tool_result result;
   try {
     result = co_await std::move(work);
@@ -42,9 +46,11 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
   }
   std::string text;
   // The head is 32 bytes and the id (an integer has at most 20), then the result and `}`.
-  text.reserve(33 + (id.is_string() ? id.string().size() + 2 : 20) + result.json_size_hint());
+  text.reserve(33 + (id.is_string() ? id.string().size() + 2 : 20) + result.json_size_hint() +
+               modern_members.size());
   ir::append_result_head(text, id);
-  result.append_json(text);
+  // `peer` belongs to the request record, which outlives this frame.
+  result.append_json(text, peer.revision, peer.is_modern() ? modern_members : std::string_view());
   text.push_back('}');
   co_return reply::response(std::move(text));
 }
@@ -85,6 +91,8 @@ namespace {
 /// name a single time, instead of once to decide whether it is known and again to route it.
 enum class method_kind : std::uint8_t {
   ping,
+  server_discover,
+  subscriptions_listen,
   tools_list,
   tools_call,
   resources_list,
@@ -107,38 +115,63 @@ method_kind kind_of(std::string_view method) noexcept {
   if (method == "prompts/list") return method_kind::prompts_list;
   if (method == "prompts/get") return method_kind::prompts_get;
   if (method == "completion/complete") return method_kind::completion_complete;
+  if (method == "server/discover") return method_kind::server_discover;
+  if (method == "subscriptions/listen") return method_kind::subscriptions_listen;
   return method_kind::unknown;
+}
+
+/// Whether `srv` serves a method of `kind` to a client of `revision`.
+bool is_served(const server& srv, method_kind kind, protocol_revision revision) {
+  switch (kind) {
+    case method_kind::resources_list:
+    case method_kind::resource_templates_list:
+    case method_kind::resources_read: return srv.resource_count() > 0;
+    case method_kind::prompts_list:
+    case method_kind::prompts_get: return srv.prompt_count() > 0;
+    case method_kind::completion_complete: return srv.has_completers();
+    // 2026-07-28 removed ping; discovery and listen streams exist only there.
+    case method_kind::ping: return !is_modern(revision);
+    case method_kind::server_discover:
+    case method_kind::subscriptions_listen: return is_modern(revision);
+    case method_kind::unknown: return false;
+    default: return true;
+  }
+}
+
+/// `,"ttlMs":N,"cacheScope":"..."` for a 2026 client, nothing for an older one.
+void append_cache_hint(std::string& out, const peer_info& peer, const cache_hint& hint) {
+  if (!peer.is_modern()) return;
+  out += R"(,"ttlMs":)";
+  out += std::to_string(hint.ttl.count() < 0 ? 0 : hint.ttl.count());
+  out += hint.scope == cache_scope::private_ ? R"(,"cacheScope":"private")" : R"(,"cacheScope":"public")";
 }
 
 }  // namespace
 
+bool dispatcher::serves(const server& srv, std::string_view method, protocol_revision revision) {
+  return is_served(srv, kind_of(method), revision);
+}
+
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
                                                       request_scope scope) {
   const method_kind kind = kind_of(method);
-  bool known = true;
-  switch (kind) {
-    case method_kind::resources_list:
-    case method_kind::resource_templates_list:
-    case method_kind::resources_read: known = server_.resource_count() > 0; break;
-    case method_kind::prompts_list:
-    case method_kind::prompts_get: known = server_.prompt_count() > 0; break;
-    case method_kind::completion_complete: known = server_.has_completers(); break;
-    case method_kind::unknown: known = false; break;
-    default: break;
-  }
-  if (!known) return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
+  if (!is_served(server_, kind, scope.peer.revision))
+    return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
   if (params.present() && params.kind != ir::json_kind::object && params.kind != ir::json_kind::null)
     return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");
   switch (kind) {
     case method_kind::ping: return reply::ok("{}");
-    case method_kind::tools_list: return list_tools(params);
+    case method_kind::server_discover: return discover(scope);
+    case method_kind::subscriptions_listen:
+      return listen(server_, params, scope.channel, scope.id, std::move(scope.stop), scope.executor);
+    case method_kind::tools_list: return list_tools(params, scope);
     case method_kind::tools_call: return call_tool(params, scope);
-    case method_kind::resources_list: return list_resources(params, false);
-    case method_kind::resource_templates_list: return list_resources(params, true);
+    case method_kind::resources_list: return list_resources(params, false, scope);
+    case method_kind::resource_templates_list: return list_resources(params, true, scope);
     case method_kind::resources_read: return read_resource(params, scope);
-    case method_kind::prompts_list: return list_prompts(params);
+    case method_kind::prompts_list: return list_prompts(params, scope);
     case method_kind::prompts_get: return get_prompt(params, scope);
     case method_kind::completion_complete: return complete(params, scope);
     case method_kind::unknown: break;
@@ -160,21 +193,25 @@ bool read_cursor(ir::raw_json params, std::string& from) {
   return !ec && !bad;
 }
 
-/// `{"<member>":[...listings...],"nextCursor":...}`
+/// `{"<member>":[...listings...],"nextCursor":...}`, each listing as `peer`'s revision
+/// has it, and the cache hint where that revision has one.
 template <class Entries>
-std::string page_json(std::string_view member, const Entries& page, const std::string& next) {
+std::string page_json(std::string_view member, const Entries& page, const std::string& next, const peer_info& peer,
+                      const cache_hint& hint) {
+  const auto rev = static_cast<std::size_t>(peer.revision);
   std::string out = "{\"";
   out += member;
   out += "\":[";
   for (std::size_t i = 0; i < page.size(); ++i) {
     if (i) out += ',';
-    out += page[i]->listing;
+    out += page[i]->listing[rev];
   }
   out += ']';
   if (!next.empty()) {
     out += R"(,"nextCursor":)";
     ir::append_json_string(out, encode_cursor(next));
   }
+  append_cache_hint(out, peer, hint);
   out += '}';
   return out;
 }
@@ -183,7 +220,7 @@ std::string page_json(std::string_view member, const Entries& page, const std::s
 /// `entry` is held for the read (declared before `work`, destroyed after it): a removed
 /// resource's handler must outlive its coroutine.
 task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entry,
-                     task<std::vector<resource_contents>> work) {
+                     task<std::vector<resource_contents>> work, std::string hint) {
   std::vector<resource_contents> contents;
   try {
     contents = co_await std::move(work);
@@ -192,25 +229,45 @@ task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entr
   }
   boost::json::array items;
   for (const resource_contents& c : contents) items.push_back(to_json(c));
-  co_return reply::ok(ir::to_json_text(boost::json::object{{"contents", std::move(items)}}));
+  std::string text = ir::to_json_text(boost::json::object{{"contents", std::move(items)}});
+  // `{"contents":[...]}` plus the cache hint before its closing brace.
+  text.insert(text.size() - 1, hint);
+  co_return reply::ok(std::move(text));
 }
 
 }  // namespace
 
-reply dispatcher::list_tools(ir::raw_json params) {
+reply dispatcher::discover(const request_scope& scope) {
+  const server_info& info = server_.info();
+  boost::json::array versions;
+  for (const std::string_view v : modern_versions) versions.emplace_back(v);
+  for (const std::string_view v : legacy_versions) versions.emplace_back(v);
+  boost::json::object result{{"supportedVersions", std::move(versions)},
+                             {"capabilities", server_.capabilities(scope.peer.revision)}};
+  if (!info.instructions.empty()) result["instructions"] = info.instructions;
+  std::string text = ir::to_json_text(result);
+  std::string hint;
+  append_cache_hint(hint, scope.peer, server_.options().cache.discover);
+  text.insert(text.size() - 1, hint);
+  return reply::ok(std::move(text));
+}
+
+reply dispatcher::list_tools(ir::raw_json params, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
   const auto page = server_.tools_from(from, next);
-  return reply::ok(page_json("tools", page, next));
+  return reply::ok(page_json("tools", page, next, scope.peer, server_.options().cache.tools));
 }
 
-reply dispatcher::list_resources(ir::raw_json params, bool templates) {
+reply dispatcher::list_resources(ir::raw_json params, bool templates, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
   const auto page = server_.resources_from(templates, from, next);
-  return reply::ok(page_json(templates ? "resourceTemplates" : "resources", page, next));
+  const server_options::cache_hints& cache = server_.options().cache;
+  return reply::ok(page_json(templates ? "resourceTemplates" : "resources", page, next, scope.peer,
+                             templates ? cache.resource_templates : cache.resources));
 }
 
 std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, request_scope& scope) {
@@ -219,12 +276,16 @@ std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, 
   uri_template::value_map variables;
   auto entry = server_.find_resource(*uri, variables);
   if (!entry) {
-    // MCP: -32002 with the uri in data, so a client can tell which read failed.
+    // The uri in data, so a client can tell which read failed. The code is -32002 up to
+    // 2025-11-25; 2026-07-28 made it -32602 and forbids -32002.
     std::string data = R"({"uri":)";
     ir::append_json_string(data, *uri);
     data += '}';
-    return reply::error(ir::errc::resource_not_found, "Resource not found: " + *uri, std::move(data));
+    return reply::error(scope.peer.is_modern() ? ir::errc::invalid_params : ir::errc::resource_not_found,
+                        "Resource not found: " + *uri, std::move(data));
   }
+  std::string hint;
+  append_cache_hint(hint, scope.peer, entry->cache ? *entry->cache : server_.options().cache.reads);
   scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, std::move(scope.stop), scope.executor);
   task<std::vector<resource_contents>> work;
   try {
@@ -232,14 +293,15 @@ std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, 
   } catch (const std::exception& e) {
     return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
   }
-  return run_read(std::move(entry), std::move(work));
+  return run_read(std::move(entry), std::move(work), std::move(hint));
 }
 
-reply dispatcher::list_prompts(ir::raw_json params) {
+reply dispatcher::list_prompts(ir::raw_json params, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  return reply::ok(page_json("prompts", server_.prompts_from(from, next), next));
+  return reply::ok(
+      page_json("prompts", server_.prompts_from(from, next), next, scope.peer, server_.options().cache.prompts));
 }
 
 namespace {
@@ -392,7 +454,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
         } catch (...) {
           work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
         }
-        outcome = run_tool(std::move(tool), std::move(work), scope.id);
+        outcome = run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members());
       },
       &detail);
   if (ec) return reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(detail));

@@ -72,14 +72,22 @@ class dispatcher {
   explicit dispatcher(server& srv) noexcept : server_(srv) {}
 
   /// Handles `method`: an immediate reply, or a task that computes one (tools). The task
-  /// never throws: a tool's exception becomes its `isError` result.
+  /// never throws: a tool's exception becomes its `isError` result. What a method
+  /// answers, and which methods exist, follow `scope.peer.revision`.
   [[nodiscard]] std::variant<reply, task<reply>> dispatch(std::string_view method, ir::raw_json params,
                                                           request_scope scope);
 
+  /// True when this server serves `method` to a client of `revision` now: the method
+  /// exists in that revision and what it needs is registered (resources, prompts,
+  /// completers). Why asked before dispatch: over HTTP a 2026 request for a method that
+  /// does not exist is answered 404, which must be known before the response starts.
+  [[nodiscard]] static bool serves(const server& srv, std::string_view method, protocol_revision revision);
+
  private:
-  reply list_tools(ir::raw_json params);
-  reply list_resources(ir::raw_json params, bool templates);
-  reply list_prompts(ir::raw_json params);
+  reply list_tools(ir::raw_json params, const request_scope& scope);
+  reply list_resources(ir::raw_json params, bool templates, const request_scope& scope);
+  reply list_prompts(ir::raw_json params, const request_scope& scope);
+  reply discover(const request_scope& scope);
   std::variant<reply, task<reply>> get_prompt(ir::raw_json params, request_scope& scope);
   std::variant<reply, task<reply>> complete(ir::raw_json params, request_scope& scope);
   std::variant<reply, task<reply>> read_resource(ir::raw_json params, request_scope& scope);

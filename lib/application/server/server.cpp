@@ -31,6 +31,7 @@ struct server::registry {
   /// Completers by "ref type \n ref \n argument".
   std::map<std::string, detail::completer_fn, std::less<>> completers;
   std::vector<std::weak_ptr<session>> sessions;
+  std::vector<std::weak_ptr<detail::change_listener>> listeners;
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
 };
 
@@ -49,11 +50,69 @@ auto page_of(const Map& map, std::string_view from, std::size_t size, std::strin
   return page;
 }
 
+/// The live listeners, taken out from under the lock (and the expired ones forgotten).
+std::vector<std::shared_ptr<detail::change_listener>> live_listeners(
+    std::vector<std::weak_ptr<detail::change_listener>>& listeners) {
+  std::vector<std::shared_ptr<detail::change_listener>> live;
+  std::erase_if(listeners, [&](const std::weak_ptr<detail::change_listener>& w) {
+    auto l = w.lock();
+    if (!l) return true;
+    live.push_back(std::move(l));
+    return false;
+  });
+  return live;
+}
+
 }  // namespace
+
+namespace detail {
+
+listings shape_listings(const boost::json::object& full, listing_kind kind) {
+  listings out;
+  for (std::size_t i = 0; i < revision_count; ++i) {
+    const auto r = static_cast<protocol_revision>(i);
+    boost::json::object o = full;
+    if (!has(r, wire_feature::titles)) o.erase("title");
+    if (!has(r, wire_feature::icons)) o.erase("icons");
+    if (kind == listing_kind::tool) {
+      if (!has(r, wire_feature::structured_content)) o.erase("outputSchema");
+      if (!has(r, wire_feature::tool_annotations)) o.erase("annotations");
+    }
+    out[i] = ir::to_json_text(o);
+  }
+  return out;
+}
+
+}  // namespace detail
 
 server::server(server_info info, server_options options)
     : info_(std::move(info)), options_(std::move(options)), registry_(std::make_unique<registry>()) {
   if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
+  modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
+  ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));
+  modern_result_members_ += '}';
+}
+
+boost::json::object server::identity(protocol_revision revision) const {
+  boost::json::object o{{"name", info_.name}, {"version", info_.version}};
+  if (has(revision, wire_feature::titles) && !info_.title.empty()) o["title"] = info_.title;
+  if (has(revision, wire_feature::icons)) {
+    if (!info_.website_url.empty()) o["websiteUrl"] = info_.website_url;
+    if (!info_.icons.empty()) o["icons"] = to_json(info_.icons);
+  }
+  return o;
+}
+
+boost::json::object server::capabilities(protocol_revision revision) const {
+  boost::json::object caps;
+  if (tool_count() > 0) caps["tools"] = boost::json::object{{"listChanged", true}};
+  // Every tool can log (ctx.log), so the capability is always there.
+  caps["logging"] = boost::json::object{};
+  if (resource_count() > 0) caps["resources"] = boost::json::object{{"subscribe", true}, {"listChanged", true}};
+  if (prompt_count() > 0) caps["prompts"] = boost::json::object{{"listChanged", true}};
+  // Completion came with 2025-03-26; an older client would not know the capability.
+  if (has_completers() && revision >= protocol_revision::v2025_03_26) caps["completions"] = boost::json::object{};
+  return caps;
 }
 
 server::~server() = default;
@@ -65,7 +124,7 @@ void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
   if (entry->info.description.empty())
     throw std::invalid_argument("droid: tool \"" + entry->info.name +
                                 "\" needs a description: clients reject tools without one");
-  entry->listing = ir::to_json_text(to_json(entry->info));
+  entry->listing = detail::shape_listings(to_json(entry->info), detail::listing_kind::tool);
   {
     std::lock_guard lock(registry_->mutex);
     auto [it, inserted] = registry_->tools.try_emplace(entry->info.name, nullptr);
@@ -118,7 +177,7 @@ void server::add_prompt(std::shared_ptr<detail::prompt_entry> entry) {
   if (entry->info.name.empty()) throw std::invalid_argument("droid: a prompt needs a name");
   if (entry->info.description.empty())
     throw std::invalid_argument("droid: prompt \"" + entry->info.name + "\" needs a description: clients reject prompts without one");
-  entry->listing = ir::to_json_text(to_json(entry->info));
+  entry->listing = detail::shape_listings(to_json(entry->info), detail::listing_kind::prompt);
   {
     std::lock_guard lock(registry_->mutex);
     auto [it, inserted] = registry_->prompts.try_emplace(entry->info.name, nullptr);
@@ -218,11 +277,14 @@ std::vector<std::shared_ptr<const detail::resource_entry>> server::resources_fro
 
 void server::resource_updated(std::string_view uri) {
   std::vector<std::shared_ptr<session>> live;
+  std::vector<std::shared_ptr<detail::change_listener>> listeners;
   {
     std::lock_guard lock(registry_->mutex);
     for (const auto& w : registry_->sessions)
       if (auto s = w.lock()) live.push_back(std::move(s));
+    listeners = live_listeners(registry_->listeners);
   }
+  for (auto& l : listeners) l->resource_updated(uri);
   std::string params = R"({"uri":)";
   ir::append_json_string(params, uri);
   params += '}';
@@ -250,6 +312,12 @@ std::vector<std::shared_ptr<const detail::tool_entry>> server::tools_from(std::s
   return page_of(registry_->tools, from, options_.page_size, next);
 }
 
+void server::listen(const std::shared_ptr<detail::change_listener>& l) {
+  std::lock_guard lock(registry_->mutex);
+  std::erase_if(registry_->listeners, [](const std::weak_ptr<detail::change_listener>& w) { return w.expired(); });
+  registry_->listeners.push_back(l);
+}
+
 void server::attach(const std::shared_ptr<session>& s) {
   std::lock_guard lock(registry_->mutex);
   std::erase_if(registry_->sessions, [](const std::weak_ptr<session>& w) { return w.expired(); });
@@ -258,12 +326,15 @@ void server::attach(const std::shared_ptr<session>& s) {
 
 void server::notify_list_changed(std::string_view method) {
   std::vector<std::shared_ptr<session>> live;
+  std::vector<std::shared_ptr<detail::change_listener>> listeners;
   {
     std::lock_guard lock(registry_->mutex);
     std::erase_if(registry_->sessions, [](const std::weak_ptr<session>& w) { return w.expired(); });
     for (const auto& w : registry_->sessions)
       if (auto s = w.lock()) live.push_back(std::move(s));
+    listeners = live_listeners(registry_->listeners);
   }
+  for (auto& l : listeners) l->list_changed(method);
   // Posted, not called: a session belongs to its shard, and registration may come from
   // any thread (or from inside a tool running on that very session).
   for (auto& s : live) {

@@ -168,8 +168,15 @@ std::string tool_result::to_json() const {
 
 // Written by hand around the blocks rather than as a `boost::json::object` holding copies
 // of them: that deep copy was most of the cost of answering a small tools/call.
-void tool_result::append_json(std::string& out) const {
-  out += R"({"content":[)";
+void tool_result::append_json(std::string& out) const { append_json(out, protocol_revision::v2026_07_28, {}); }
+
+void tool_result::append_json(std::string& out, protocol_revision revision, std::string_view leading_members) const {
+  out += '{';
+  if (!leading_members.empty()) {
+    out += leading_members;
+    out += ',';
+  }
+  out += R"("content":[)";
   bool first = true;
   for (const content& c : content_) {
     if (!first) out.push_back(',');
@@ -177,7 +184,7 @@ void tool_result::append_json(std::string& out) const {
     c.append_json(out);
   }
   out.push_back(']');
-  if (structured_) {
+  if (structured_ && has(revision, wire_feature::structured_content)) {
     out += R"(,"structuredContent":)";
     ir::append_json(out, *structured_);
   }

@@ -14,6 +14,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <droid/domain/mcp/revision.hpp>
+
 namespace droid {
 
 /// MCP log levels (RFC 5424 severities), least severe first.
@@ -25,21 +27,29 @@ enum class log_level : std::uint8_t { debug, info, notice, warning, error, criti
 [[nodiscard]] bool parse_log_level(std::string_view name, log_level& out) noexcept;
 
 /// The client's protocol version, identity and declared capabilities.
+///
+/// Filled from `initialize` for a 2025 session (and kept for the session), or from one
+/// request's `_meta` for a 2026-07-28 request (and gone with it).
 struct peer_info {
-  /// The negotiated protocol version, e.g. "2025-11-25".
+  /// The negotiated (2025) or requested (2026) protocol version, e.g. "2025-11-25".
   std::string protocol_version{};
+  /// `protocol_version` as a revision: what shapes the output this client is sent.
+  protocol_revision revision = protocol_revision::v2025_11_25;
   /// `clientInfo` as sent (`name`, `version`, maybe `title`).
   boost::json::object client_info{};
   /// `capabilities` as sent (`sampling`, `elicitation`, `roots`, ...).
   boost::json::object capabilities{};
-  /// The least severe level the client wants log messages for (`logging/setLevel`);
-  /// none until it asks, and then nothing is sent.
+  /// The least severe level the client wants log messages for (`logging/setLevel` in a
+  /// session, `io.modelcontextprotocol/logLevel` in a 2026 request's `_meta`); none until
+  /// it asks, and then nothing is sent.
   std::optional<log_level> min_log_level{};
 
   /// True when the client declared the top-level capability `name`.
   [[nodiscard]] bool has_capability(std::string_view name) const noexcept {
     return capabilities.contains(name);
   }
+  /// True when this is a stateless (2026-07-28) request rather than a 2025 session.
+  [[nodiscard]] bool is_modern() const noexcept { return droid::is_modern(revision); }
 };
 
 }  // namespace droid

@@ -16,6 +16,7 @@
 ///         });
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -40,6 +41,7 @@
 #include <droid/domain/mcp/content.hpp>
 #include <droid/domain/mcp/prompt.hpp>
 #include <droid/domain/mcp/resource.hpp>
+#include <droid/domain/mcp/revision.hpp>
 #include <droid/domain/mcp/uri_template.hpp>
 #include <droid/domain/mcp/schema.hpp>
 #include <droid/domain/mcp/tool.hpp>
@@ -67,9 +69,51 @@ struct server_options {
   /// Where the server writes diagnostics (handler exceptions, dropped messages). Never
   /// stdout: on stdio, stdout carries the protocol only. Default: standard error.
   std::function<void(std::string_view)> log{};
+
+  /// The cache hints 2026-07-28 clients get on each cacheable result (`ttlMs`,
+  /// `cacheScope`). Why 0 by default: the framework cannot know how often a server
+  /// changes what it registers, and a stale list is worse than a refetch; a server whose
+  /// lists are fixed should raise these.
+  struct cache_hints {
+    cache_hint discover{};
+    cache_hint tools{};
+    cache_hint prompts{};
+    cache_hint resources{};
+    cache_hint resource_templates{};
+    /// `resources/read`, unless the resource or template sets its own. Private by
+    /// default: contents are the likeliest to depend on who asks.
+    cache_hint reads{std::chrono::milliseconds(0), cache_scope::private_};
+  };
+  cache_hints cache{};
 };
 
 namespace detail {
+
+/// One listing (a `tools/list` entry, say) serialised once per revision, with the fields
+/// that revision does not have left out. Why precomputed: a list is served far more often
+/// than it changes, and shaping at registration keeps the list path a copy of strings.
+using listings = std::array<std::string, revision_count>;
+
+/// What a listing describes, which decides the fields shaping may drop.
+enum class listing_kind : std::uint8_t { tool, resource, resource_template, prompt };
+
+/// The listing `full` (the newest revision's form) as each revision should see it.
+[[nodiscard]] listings shape_listings(const boost::json::object& full, listing_kind kind);
+
+/// Something to tell when what the server offers changes (sessions, 2026 listen streams).
+///
+/// Why an interface: the server must not know who listens; a 2025 session filters by its
+/// negotiated capabilities and subscriptions, a `subscriptions/listen` stream by its
+/// filter. Affinity: called on any thread (registration may happen anywhere);
+/// implementations post to their own shard.
+class change_listener {
+ public:
+  virtual ~change_listener() = default;
+  /// `notifications/{tools,prompts,resources}/list_changed`.
+  virtual void list_changed(std::string_view method) = 0;
+  /// `notifications/resources/updated` for `uri`.
+  virtual void resource_updated(std::string_view uri) = 0;
+};
 
 /// A registered tool: its listing and the type-erased call.
 ///
@@ -78,8 +122,8 @@ namespace detail {
 /// lambda captures.
 struct tool_entry {
   tool_info info;
-  /// The `tools/list` entry, serialised once at registration.
-  std::string listing;
+  /// The `tools/list` entry per revision, serialised once at registration.
+  detail::listings listing;
   /// Decodes the arguments (synchronously, while `args` is valid) and returns the task
   /// that runs the tool. A decoding failure returns a task yielding an `isError` result.
   std::function<task<tool_result>(tool_context&, const ir::json_node* args)> invoke;
@@ -141,7 +185,9 @@ struct resource_request_base {
 /// is still running.
 struct resource_entry {
   std::string key;  ///< the URI, or the template text
-  std::string listing;
+  detail::listings listing;
+  /// The hint for a `resources/read` it serves; none: the server's default.
+  std::optional<cache_hint> cache;
   std::optional<uri_template> pattern;  ///< templates only
   std::function<task<std::vector<resource_contents>>(tool_context&, resource_request_base)> read;
 };
@@ -152,7 +198,7 @@ using prompt_arguments_base = std::map<std::string, std::string, std::less<>>;
 /// A registered prompt.
 struct prompt_entry {
   prompt_info info;
-  std::string listing;
+  detail::listings listing;
   std::function<task<prompt_result>(tool_context&, prompt_arguments_base)> get;
 };
 
@@ -293,7 +339,8 @@ class server {
     entry->key = info.uri;
     if (info.uri.empty() || info.name.empty())
       throw std::invalid_argument("droid: a resource needs a uri and a name");
-    entry->listing = ir::to_json_text(to_json(info));
+    entry->listing = detail::shape_listings(to_json(info), detail::listing_kind::resource);
+    entry->cache = info.cache;
     entry->read = adapt_resource_handler(std::forward<Handler>(handler));
     add_resource(std::move(entry), false);
     return *this;
@@ -310,7 +357,8 @@ class server {
     entry->key = info.uri_template;
     entry->pattern.emplace(info.uri_template);
     if (info.name.empty()) throw std::invalid_argument("droid: a resource template needs a name");
-    entry->listing = ir::to_json_text(to_json(info));
+    entry->listing = detail::shape_listings(to_json(info), detail::listing_kind::resource_template);
+    entry->cache = info.cache;
     entry->read = adapt_resource_handler(std::forward<Handler>(handler));
     add_resource(std::move(entry), true);
     return *this;
@@ -439,6 +487,17 @@ class server {
                                                                                          std::string& next) const;
   /// Registers a live session for list_changed notifications.
   void attach(const std::shared_ptr<session>& s);
+  /// Registers `l` for list_changed and resources/updated until it is destroyed (held
+  /// weakly: dropping the last reference unsubscribes).
+  void listen(const std::shared_ptr<detail::change_listener>& l);
+  /// The capabilities object this server declares to a client of `revision` (in
+  /// `initialize` and `server/discover`): what is registered, and only that.
+  [[nodiscard]] boost::json::object capabilities(protocol_revision revision) const;
+  /// The `serverInfo` object for a client of `revision`.
+  [[nodiscard]] boost::json::object identity(protocol_revision revision) const;
+  /// `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{...}}`: the
+  /// members every 2026-07-28 result starts with, serialised once.
+  [[nodiscard]] std::string_view modern_result_members() const noexcept { return modern_result_members_; }
   /// Writes a diagnostic line through `options().log`.
   void log(std::string_view line) const;
 
@@ -493,6 +552,7 @@ class server {
   struct registry;
   server_info info_;
   server_options options_;
+  std::string modern_result_members_;
   std::unique_ptr<registry> registry_;
 };
 

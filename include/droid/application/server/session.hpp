@@ -12,13 +12,16 @@
 ///         |                                     v
 ///         +------ outbound::send(text) ----  spawned tool tasks (on the executor)
 ///
-/// The session is the 2025 layer: `initialize`, negotiated version, the peer's ids and
-/// streams. What a request *does* lives in the dispatcher beneath it, which needs no
-/// session, so a stateless (2026-07-28) front can reuse it (DESIGN.md, "Two protocol eras").
+/// The session is the 2025 layer: `initialize`, negotiated version, log level and
+/// subscriptions. What a request *does*, and the machinery of serving it, belong to the
+/// request runner beneath (request_runner.hpp), which a 2026-07-28 request uses with no
+/// session at all; a 2026 request arriving on a session's connection (stdio carries
+/// both eras) is handed to the same runner with its own view of the client.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,24 +35,40 @@ namespace droid {
 
 class server;
 
-/// The protocol versions this server speaks, newest first.
-inline constexpr std::string_view supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+/// The versions `initialize` may negotiate, newest first (2026-07-28 has no handshake).
+inline constexpr const auto& supported_versions = legacy_versions;
 
 /// The version to answer for a client that requested `requested`: the same when we
-/// speak it, otherwise our latest (the spec's rule: the client then decides whether to
-/// continue).
+/// speak it, otherwise our latest legacy one (the spec's rule: the client then decides
+/// whether to continue).
 [[nodiscard]] std::string_view negotiate_version(std::string_view requested) noexcept;
+
+/// What `initialize` is answered with, computed without keeping a session.
+struct initialize_answer {
+  /// The client as it declared itself, at the negotiated version.
+  peer_info peer{};
+  /// The `InitializeResult` JSON text.
+  std::string result{};
+  /// Set when the params were unusable: the -32602 message.
+  std::optional<std::string> error{};
+};
+
+/// Reads `initialize` params and builds the answer. Why outside the session: a
+/// stateless HTTP server answers `initialize` without creating anything that outlives
+/// the POST.
+[[nodiscard]] initialize_answer answer_initialize(const server& srv, ir::raw_json params);
 
 /// One client's conversation: lifecycle state, requests in flight, and their tasks.
 ///
-/// Why a class of its own (and not per-request state on the transport): duplicate-id
-/// detection and `notifications/cancelled` need a table of the peer's in-flight ids that
-/// lives as long as the conversation, whatever stream each request arrived on.
+/// Why a class of its own (and not per-request state on the transport): the 2025 era
+/// remembers, for the whole conversation, what `initialize` declared, the log level, the
+/// subscriptions, and the peer's in-flight ids (the runner's table, kept as long as the
+/// session), whatever stream each request arrived on.
 /// Invariants: at most one in-flight request per peer id; a cancelled or closed request
 /// gets no response; nothing is sent after `close()`.
 /// Affinity: every member function runs on the session's executor (its shard); spawned
 /// tool tasks run there too, so nothing here takes a lock.
-/// Lifetime: created with `create` and shared: each running tool holds the session alive
+/// Lifetime: created with `create` and shared: each running tool holds its runner alive
 /// until it completes. The `server` must outlive it.
 class session : public std::enable_shared_from_this<session> {
  public:
@@ -104,12 +123,10 @@ class session : public std::enable_shared_from_this<session> {
   /// MCP-Protocol-Version header instead.
   void assume_initialized(peer_info peer);
 
-  /// The implementation; opaque (public only so the request records in its translation
-  /// unit can name it).
+  /// The implementation; opaque.
   struct impl;
 
  private:
-  friend struct impl;
   explicit session(std::unique_ptr<impl> p);
   /// Hands a peer's answer to the exchange waiting for it, or drops it.
   void route_answer(ir::message msg);

@@ -18,6 +18,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/domain/mcp/revision.hpp>
+
 namespace droid {
 
 /// One MCP content block (text, image, audio, resource link, embedded resource).
@@ -115,6 +117,10 @@ class tool_result {
   /// Appends the same text to `out`. Why: the engine writes a result straight behind its
   /// JSON-RPC envelope, in the buffer that becomes the response, with no copy between.
   void append_json(std::string& out) const;
+  /// The same shaped for a client of `revision` (no `structuredContent` before
+  /// 2025-06-18), with `leading_members` (already-serialised `"k":v` pairs, or empty)
+  /// written first inside the object.
+  void append_json(std::string& out, protocol_revision revision, std::string_view leading_members) const;
   /// About how many bytes `append_json` will write (never fewer when nothing needs
   /// escaping), so a caller can reserve its buffer once instead of growing it again and again.
   [[nodiscard]] std::size_t json_size_hint() const noexcept;

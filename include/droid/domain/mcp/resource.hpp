@@ -7,6 +7,7 @@
 /// application layer (`server::resource`).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,21 @@
 #include <droid/domain/mcp/tool.hpp>
 
 namespace droid {
+
+/// Who may keep a cached result (MCP 2026-07-28 `cacheScope`).
+enum class cache_scope : std::uint8_t {
+  public_,   ///< the same for every caller: shared caches may serve it to anyone
+  private_,  ///< per caller: a cache must not share it across authorization contexts
+};
+
+/// A freshness hint a 2026-07-28 client reads from a list or read result (`ttlMs`,
+/// `cacheScope`). Why the server author sets it: only they know how often a list or a
+/// resource changes; a client told nothing must refetch every time.
+struct cache_hint {
+  /// How long the client may consider the result fresh; 0 means "refetch each time".
+  std::chrono::milliseconds ttl{0};
+  cache_scope scope = cache_scope::public_;
+};
 
 /// A concrete resource: what `resources/list` says about it.
 struct resource_info {
@@ -31,6 +47,9 @@ struct resource_info {
   /// MCP annotations (`audience`, `priority`, `lastModified`), verbatim.
   boost::json::object annotations{};
   std::vector<icon> icons{};
+  /// The cache hint of this resource's `resources/read` result (2026-07-28 clients);
+  /// none: the server's `server_options::cache.reads`.
+  std::optional<cache_hint> cache{};
 };
 
 /// A family of resources named by an RFC 6570 template (levels 1 and 2).
@@ -42,6 +61,9 @@ struct resource_template_info {
   std::string mime_type{};
   boost::json::object annotations{};
   std::vector<icon> icons{};
+  /// The cache hint of a `resources/read` of a URI this template matches; none: the
+  /// server's `server_options::cache.reads`.
+  std::optional<cache_hint> cache{};
 };
 
 /// One item of a `resources/read` result: text or a binary blob.

@@ -43,6 +43,10 @@ struct tool_info {
   std::vector<icon> icons{};
   std::optional<boost::json::object> input_schema{};
   std::optional<boost::json::object> output_schema{};
+  /// Client capabilities the tool cannot work without (top-level names: "sampling",
+  /// "elicitation", "roots"). A 2026-07-28 request that did not declare them is refused
+  /// before the tool runs, with -32021 naming them. Not part of the listing.
+  std::vector<std::string> required_capabilities{};
 };
 
 /// True when `name` follows MCP 2025-11-25's tool name rule: 1 to 128 characters from

@@ -44,6 +44,8 @@
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
+#include <droid/application/server/modern_request.hpp>
+#include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/spawn.hpp>
@@ -248,6 +250,14 @@ bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
 
+/// A JSON-RPC error for request `id` as an HTTP response body.
+std::string rpc_error_body(const ir::request_id& id, ir::errc code, std::string_view message,
+                           std::string_view data = {}) {
+  std::string body;
+  ir::append_error(body, id, static_cast<std::int64_t>(code), message, data);
+  return body;
+}
+
 /// A connection as the deadline sweep sees it: when it must be done by, and how to stop
 /// it when it is not.
 ///
@@ -281,6 +291,11 @@ struct listener::impl {
     /// Connections served here (an intrusive list: linking one allocates nothing).
     deadline_hook* live = nullptr;
     asio::steady_timer sweeper{io};
+    /// Serves the requests that belong to no session here: 2026-07-28 requests, and
+    /// every request of a stateless 2025 server. Keyed by `next_key`, not by the
+    /// peer's id: unrelated clients' POSTs may all be id 1.
+    std::shared_ptr<request_runner> runner;
+    std::int64_t next_key = 0;
 
     void link(deadline_hook* h) noexcept {
       h->next = live;
@@ -302,6 +317,9 @@ struct listener::impl {
   std::uint16_t bound_port = 0;
   session_table sessions;
   std::atomic<std::size_t> connection_count{0};
+  /// Sessionless requests being answered (listen streams excluded: they never end by
+  /// themselves), so a graceful stop waits for them as it does for sessions' requests.
+  std::atomic<std::size_t> sessionless_answering{0};
   std::atomic<std::size_t> next_shard{0};
   std::atomic<bool> stopping{false};
   std::optional<asio::steady_timer> reaper;
@@ -377,6 +395,15 @@ class connection final : public std::enable_shared_from_this<connection>, privat
 
   task<bool> handle(detail::request& req);
   task<bool> handle_post(detail::request& req);
+  /// A 2026-07-28 request: routing headers and `_meta` checked, then served on this
+  /// connection's shard with no session.
+  task<bool> handle_modern(detail::request& req, ir::message msg, const std::string_view* version);
+  /// A request of a stateless 2025 server (`options::stateless`): served with no session,
+  /// the client's version read from the MCP-Protocol-Version header.
+  task<bool> handle_stateless(ir::message msg, const std::string_view* version);
+  /// Answers one sessionless request from `runner` on this connection: the response is
+  /// an event stream or one JSON document; closing it cancels the request.
+  task<bool> serve_sessionless(ir::message msg, peer_info peer, std::string_view refusal);
   task<bool> handle_get(detail::request& req);
   task<bool> handle_delete(detail::request& req);
   task<bool> handle_legacy_stream(detail::request& req);
@@ -574,9 +601,6 @@ task<bool> connection::handle_post(detail::request& req) {
         406, ir::errc::invalid_request,
         "Not Acceptable: Accept must include application/json and text/event-stream");
   const std::string_view* version = req.find("mcp-protocol-version");
-  if (version && !is_supported_version(*version))
-    co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
-                                       std::string("Bad Request: unsupported MCP-Protocol-Version ").append(*version));
 
   auto decoded = ir::decode(std::move(req.body));
   if (auto* why = std::get_if<ir::rejection>(&decoded)) {
@@ -586,41 +610,47 @@ task<bool> connection::handle_post(detail::request& req) {
     co_return co_await reply(400, "application/json", body);
   }
   ir::message msg = std::get<ir::message>(std::move(decoded));
-  const bool is_initialize = msg.is_request() && msg.method() == "initialize";
 
+  // The era is decided per message: a request whose _meta names a version (or whose
+  // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
+  // unless it is `initialize`, which opens a 2025 session whatever the header says.
+  const bool modern = msg.is_request() && (is_modern_request(msg) || (version && is_modern_version(*version) &&
+                                                                      msg.method() != "initialize"));
+  if (modern) co_return co_await handle_modern(req, std::move(msg), version);
+  if (version && !is_supported_version(*version)) {
+    const request_refusal r = unsupported_version(*version);
+    // A named body, not a conditional expression in the co_await: g++ 12 destroys a
+    // temporary selected by ?: twice when the full expression spans a suspension.
+    std::string body = rpc_error_body(r.code, r.message);
+    if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
+    co_return co_await reply(400, "application/json", body);
+  }
+  if (o.stateless) co_return co_await handle_stateless(std::move(msg), version);
+
+  const bool is_initialize = msg.is_request() && msg.method() == "initialize";
   std::shared_ptr<session_entry> entry;
   std::string new_session_header;
-  if (o.stateless) {
-    // A fresh session per request, on this shard, that exists for this request only.
-    entry = new_entry(false, nullptr);
-    if (!is_initialize) {
-      peer_info peer;
-      peer.protocol_version = version ? *version : "2025-03-26";
-      entry->s->assume_initialized(std::move(peer));
-    }
+  const std::string_view* sid = req.find("mcp-session-id");
+  if (is_initialize && !sid) {
+    // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
+    // lost connection ends its request.
+    std::unique_ptr<event_store> store;
+    if (!json_mode && (o.event_store || o.event_ring_capacity > 0))
+      store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
+    entry = new_entry(true, std::move(store));
+    if (!l_.sessions.insert(entry, o.max_sessions))
+      co_return co_await reply_rpc_error(503, ir::errc::internal_error,
+                                         "Service Unavailable: too many sessions, try again later");
+    new_session_header = "Mcp-Session-Id: " + entry->id + "\r\n";
   } else {
-    const std::string_view* sid = req.find("mcp-session-id");
-    if (is_initialize && !sid) {
-      // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
-      // lost connection ends its request.
-      std::unique_ptr<event_store> store;
-      if (!json_mode && (o.event_store || o.event_ring_capacity > 0))
-        store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
-      entry = new_entry(true, std::move(store));
-      if (!l_.sessions.insert(entry, o.max_sessions))
-        co_return co_await reply_rpc_error(503, ir::errc::internal_error,
-                                           "Service Unavailable: too many sessions, try again later");
-      new_session_header = "Mcp-Session-Id: " + entry->id + "\r\n";
-    } else {
-      if (!sid)
-        co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
-                                           "Bad Request: Mcp-Session-Id header is required");
-      entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
-      if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
-      if (!entry)
-        co_return co_await reply_rpc_error(404, ir::errc::invalid_request,
-                                           "Not Found: unknown or ended session; initialize a new one");
-    }
+    if (!sid)
+      co_return co_await reply_rpc_error(400, ir::errc::invalid_request,
+                                         "Bad Request: Mcp-Session-Id header is required");
+    entry = detail::valid_session_id(*sid) ? l_.sessions.find(*sid) : nullptr;
+    if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
+    if (!entry)
+      co_return co_await reply_rpc_error(404, ir::errc::invalid_request,
+                                         "Not Found: unknown or ended session; initialize a new one");
   }
   entry->last_used = now_ns();
 
@@ -635,14 +665,10 @@ task<bool> connection::handle_post(detail::request& req) {
   auto sink = make_sink();
   ++entry->active;
   // Why a tool on this stream could not ask the client anything (empty: it can).
-  std::string_view refusal;
-  if (json_mode) {
-    refusal = "this server answers each request with a single JSON document (http::options::reply is "
-              "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream";
-  } else if (o.stateless) {
-    refusal = "this server is stateless (http::options::stateless), so the client's answer could not find the "
-              "question: serve with sessions to let tools ask the client";
-  }
+  const std::string_view refusal =
+      json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
+                  "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
+                : std::string_view();
   asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg)]() mutable {
     auto stream = std::make_shared<detail::logical_stream>(
         number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); },
@@ -651,7 +677,7 @@ task<bool> connection::handle_post(detail::request& req) {
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
     // before any data. Decided by the session's negotiated version, not the request's
     // header (which some clients send as 2025-03-26 regardless).
-    if (!json_mode && entry->store && entry->s->peer().protocol_version >= std::string_view("2025-11-25"))
+    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
       sink->push(detail::sse_event{detail::event_id(number, 0), std::string()});
     stream->attach(sink);
     entry->s->receive(std::move(m), stream);
@@ -666,7 +692,6 @@ task<bool> connection::handle_post(detail::request& req) {
   if (json_mode) {
     keep = co_await serve_json(sink, new_session_header);
   } else {
-    // 2025-11-25 clients get a priming event: an id to resume from before any data.
     watch_for_close(sink);
     co_await sink->wait_settled();
     keep = co_await serve_events(sink, new_session_header, false);
@@ -685,9 +710,85 @@ task<bool> connection::handle_post(detail::request& req) {
   }
   --entry->active;
   entry->last_used = now_ns();
-  if (o.stateless) {
-    asio::dispatch(entry->executor, [s = entry->s] { s->close(); });
+  co_return keep;
+}
+
+task<bool> connection::handle_modern(detail::request& req, ir::message msg, const std::string_view* version) {
+  // Checked before anything runs: a proxy may have routed on these headers, and a body
+  // that says otherwise must not be served (SEP-2243).
+  if (!version)
+    co_return co_await reply(400, "application/json",
+                             rpc_error_body(msg.id(), ir::errc::header_mismatch,
+                                            "Header mismatch: the MCP-Protocol-Version header is required"));
+  (void)req;
+  peer_info peer;
+  if (auto refused = admit_modern(l_.srv, msg, *version, peer))
+    co_return co_await reply(refused->http_status, "application/json",
+                             rpc_error_body(msg.id(), refused->code, refused->message, refused->data));
+  co_return co_await serve_sessionless(std::move(msg), std::move(peer), {});
+}
+
+task<bool> connection::handle_stateless(ir::message msg, const std::string_view* version) {
+  // Nothing to hand a notification or an answer to: no session holds a request that
+  // could be cancelled or a question that waits.
+  if (!msg.is_request()) co_return co_await reply(202, {}, {});
+  if (msg.method() == "initialize") {
+    const initialize_answer answer = answer_initialize(l_.srv, msg.params());
+    std::string body;
+    if (answer.error) {
+      ir::append_error(body, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params), *answer.error);
+    } else {
+      ir::append_result(body, msg.id(), answer.result);
+    }
+    co_return co_await reply(200, "application/json", body);
   }
+  peer_info peer;
+  // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
+  peer.protocol_version = version ? std::string(*version) : "2025-03-26";
+  peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
+  co_return co_await serve_sessionless(
+      std::move(msg), std::move(peer),
+      "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
+      "serve with sessions to let tools ask the client");
+}
+
+task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::string_view refusal) {
+  const bool json_mode = l_.opts.reply == streaming::json;
+  listener::impl::shard& home = home_;
+  const ir::request_id key(++home.next_key);
+  // A listen stream is open until the client leaves; it must not hold up a graceful stop.
+  const bool counted = msg.method() != "subscriptions/listen";
+  if (counted) ++l_.sessionless_answering;
+  auto sink = make_sink();
+  // No store: a sessionless stream cannot be resumed, and its events carry no ids.
+  auto stream = std::make_shared<detail::logical_stream>(0, nullptr, nullptr,
+                                                         json_mode ? std::string_view(
+                                                                         "this server answers each request with a "
+                                                                         "single JSON document (http::options::reply "
+                                                                         "is streaming::json), so a tool cannot ask "
+                                                                         "the client a question")
+                                                                   : refusal);
+  stream->attach(sink);
+  home.runner->serve(key, std::move(msg), stream, true, std::move(peer));
+  // Behind whatever the request's first step queued, as for a session's request.
+  asio::post(socket_.get_executor(), [sink] { sink->accept(); });
+  bool keep;
+  if (json_mode) {
+    keep = co_await serve_json(sink, {});
+  } else {
+    watch_for_close(sink);
+    co_await sink->wait_settled();
+    keep = co_await serve_events(sink, {}, false);
+    std::error_code ignored;
+    socket_.cancel(ignored);
+  }
+  // A closed stream is the client's cancellation (2026-07-28 has no other on HTTP); a
+  // request that is over already is not found and nothing happens.
+  if (sink->dead()) {
+    stream->detach(sink);
+    home.runner->cancel(key);
+  }
+  if (counted) --l_.sessionless_answering;
   co_return keep;
 }
 
@@ -710,8 +811,9 @@ task<bool> connection::serve_events(const std::shared_ptr<detail::response_sink>
                                     bool standalone, bool headers_sent) {
   std::string out;
   if (!headers_sent) {
+    // X-Accel-Buffering: a proxy in front (nginx) would otherwise hold events back.
     out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-          "Transfer-Encoding: chunked\r\n";
+          "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
     out += extra;
     out += "\r\n";
   }
@@ -1001,7 +1103,7 @@ void listener::impl::do_stop() {
     auto poll = std::make_shared<std::function<void()>>();
     *poll = [this, drain, poll] {
       // Sessions with open POST streams are still answering.
-      if (sessions.any_answering() && drain->expiry() > clock_type::now()) {
+      if ((sessions.any_answering() || sessionless_answering.load() > 0) && drain->expiry() > clock_type::now()) {
         auto tick = std::make_shared<asio::steady_timer>(shards[0]->io, std::chrono::milliseconds(10));
         tick->async_wait([poll, tick](const std::error_code&) { (*poll)(); });
         return;
@@ -1013,6 +1115,9 @@ void listener::impl::do_stop() {
       }
       for (auto& s : shards) {
         asio::post(s->io, [s = s.get()] {
+          // Sessionless requests (listen streams above all) end here; their streams
+          // finish and their connections close.
+          s->runner->close();
           s->guard.reset();
           s->sweeper.cancel();
         });
@@ -1028,6 +1133,7 @@ listener::listener(droid::server& srv, options opts) : impl_(std::make_unique<im
   for (unsigned i = 0; i < n; ++i) {
     impl_->shards.push_back(std::make_unique<impl::shard>());
     impl_->shards.back()->guard.emplace(impl_->shards.back()->io.get_executor());
+    impl_->shards.back()->runner = request_runner::create(srv, impl_->shards.back()->io.get_executor());
   }
   asio::io_context& io0 = impl_->shards[0]->io;
   tcp::resolver resolver(io0);

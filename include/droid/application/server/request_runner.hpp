@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::request_runner`: serves admitted requests, whatever protocol era they belong to.
+///
+/// Application layer, transport-neutral. Everything between "this is a request to
+/// serve" and "its answer is on its stream" happens here, once for both eras:
+///
+///     2025 session (lifecycle, log level,  ----+
+///                   subscriptions)            |   serve(key, message, stream, peer)
+///     2026 request (_meta checked by          +-------------------------------------> request_runner
+///                   admit_modern)  -----------+                                        | in-flight table
+///                                                                                      | exchange table
+///                                                      dispatcher (what a method does) <+ spawn + reply framing
+///
+/// - admission: one in-flight record per key; a duplicate is refused with `id: null`;
+/// - cancellation: `cancel(key)` requests the tool's stop token; the request then sends
+///   nothing more (MCP: the canceller expects nothing);
+/// - the spawn and exception policy: a tool's exception becomes its `isError` result
+///   (in the dispatcher); any other handler's becomes -32603 plus a log line;
+/// - reply framing: results of a 2026 request carry `resultType` and the server's
+///   identity, whichever handler made them;
+/// - the request channel a tool's context talks to, and the table of questions it asked
+///   the client (2025 sessions only: a 2026 request cannot ask).
+///
+/// ## Why the table key is separate from the request id
+/// Where one peer owns the id space (a 2025 session, a stdio connection) the key is the
+/// peer's own id, which is what `notifications/cancelled` names. Where requests of
+/// unrelated clients meet (stateless HTTP) two of them may both be id 1; the transport
+/// then keys each by a number of its own and the answer still carries the peer's id.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include <asio/any_io_executor.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/server/peer_info.hpp>
+#include <droid/domain/errc.hpp>
+#include <droid/domain/ir/message.hpp>
+
+namespace droid {
+
+class server;
+
+/// Serves requests on one shard: their records, their tasks, their answers.
+///
+/// Why shared: every spawned request holds its runner alive until it has answered, so a
+/// transport may drop its reference (a stdio connection at EOF) while tools unwind.
+/// Invariants: at most one in-flight record per key; a cancelled request or a closed
+/// runner sends nothing more for it; every stream given for one request is finished
+/// exactly once.
+/// Affinity: every member function runs on the runner's executor, as do the tasks.
+/// Lifetime: the `server` must outlive the runner.
+class request_runner : public std::enable_shared_from_this<request_runner> {
+ public:
+  [[nodiscard]] static std::shared_ptr<request_runner> create(server& srv, asio::any_io_executor executor);
+  ~request_runner();
+  request_runner(const request_runner&) = delete;
+  request_runner& operator=(const request_runner&) = delete;
+
+  /// Serves the request `msg` under `key`. Its notifications and answer go to `stream`;
+  /// when `finish_stream`, `stream->finish()` is called once the request is over
+  /// (answered, refused, cancelled). `peer` is a session's view of the client and must
+  /// outlive the request (the session keeps it, and updates the log level in place).
+  void serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
+             const peer_info& peer);
+  /// The same with a view of the client that belongs to this request alone (a 2026
+  /// request's `_meta`, a stateless HTTP request's headers).
+  void serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
+             peer_info&& peer);
+
+  /// Writes a JSON-RPC error for request `id` (none: `id: null`) to `to`, unless closed.
+  void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,
+                  std::string_view data_json = {}) const;
+  /// Writes a result for request `id`, framed for `peer`'s revision (a 2026 result gains
+  /// `resultType` and the server's identity), unless closed.
+  void send_result(outbound* to, const ir::request_id& id, std::string_view result_json, const peer_info& peer) const;
+
+  /// Cancels the request `key` as `notifications/cancelled` would: its tool's stop token
+  /// is requested and nothing more is sent for it. Unknown keys are ignored.
+  void cancel(const ir::request_id& key);
+  /// Ends everything: waiting questions resume with "the session ended", every request
+  /// is cancelled, nothing more is sent. Idempotent.
+  void close();
+  [[nodiscard]] bool is_closed() const noexcept;
+
+  /// Hands the peer's answer (a response or error) to the question waiting for its id.
+  /// Answers that match nothing are dropped and counted, never dispatched.
+  void route_answer(const ir::message& msg);
+
+  /// Requests being served.
+  [[nodiscard]] std::size_t in_flight() const noexcept;
+  /// Questions to the peer waiting for an answer.
+  [[nodiscard]] std::size_t outstanding_exchanges() const noexcept;
+  /// Answers from the peer that matched no question (dropped, for diagnostics).
+  [[nodiscard]] std::size_t dropped_responses() const noexcept;
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
+
+  /// The implementation; opaque (public only so the records in its translation unit can
+  /// name it).
+  struct impl;
+
+ private:
+  explicit request_runner(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace droid

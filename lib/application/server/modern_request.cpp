@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Reading a 2026-07-28 request's `_meta`, in the order the checks must happen.
+///
+/// ## Why this order
+/// A malformed request (no `_meta`, no version) is refused before its version is judged,
+/// because there is nothing to judge; a header that disagrees with the body is refused
+/// before the version is, because which of the two to believe is the question (the
+/// official suite sends header 2026-07-28 with `_meta` "v999.0.0" and expects -32020, and
+/// both "v999.0.0" and expects -32022); the method is judged only for a version we
+/// speak, and a tool's needs only for a method we serve.
+#include <droid/application/server/modern_request.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+
+#include <droid/application/server/server.hpp>
+#include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/json_node.hpp>
+
+#include "dispatcher.hpp"
+
+namespace droid {
+namespace {
+
+constexpr std::string_view version_key = "io.modelcontextprotocol/protocolVersion";
+constexpr std::string_view capabilities_key = "io.modelcontextprotocol/clientCapabilities";
+constexpr std::string_view client_info_key = "io.modelcontextprotocol/clientInfo";
+constexpr std::string_view log_level_key = "io.modelcontextprotocol/logLevel";
+
+bool modern_only(std::string_view method) noexcept {
+  return method == "server/discover" || method == "subscriptions/listen";
+}
+
+request_refusal invalid(std::string message) {
+  return request_refusal{ir::errc::invalid_params, std::move(message), {}, 400};
+}
+
+}  // namespace
+
+bool is_modern_request(const ir::message& msg) {
+  if (!msg.is_request()) return false;
+  if (modern_only(msg.method())) return true;
+  const ir::raw_json params = msg.params();
+  if (params.kind != ir::json_kind::object || params.text.find(version_key) == std::string_view::npos) return false;
+  // The key's text is there; whether it is really `_meta`'s (and not, say, inside a tool
+  // argument) takes a parse.
+  bool found = false;
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+    ir::json_node meta, version;
+    found = p.find("_meta", meta) && meta.find(version_key, version);
+  });
+  return found;
+}
+
+request_refusal unsupported_version(std::string_view requested) {
+  boost::json::array supported;
+  for (const std::string_view v : modern_versions) supported.emplace_back(v);
+  for (const std::string_view v : legacy_versions) supported.emplace_back(v);
+  std::string data = R"({"supported":)";
+  ir::append_json(data, boost::json::value(std::move(supported)));
+  data += R"(,"requested":)";
+  ir::append_json_string(data, requested);
+  data += '}';
+  return request_refusal{ir::errc::unsupported_protocol_version,
+                         "Unsupported protocol version: " + std::string(requested) +
+                             " (this server speaks 2026-07-28 per request, and 2025-11-25 through 2024-11-05 "
+                             "after initialize)",
+                         std::move(data), 400};
+}
+
+std::optional<request_refusal> admit_modern(const server& srv, const ir::message& msg,
+                                            std::optional<std::string_view> header_version, peer_info& peer) {
+  const ir::raw_json params = msg.params();
+  if (params.kind != ir::json_kind::object)
+    return invalid("Invalid params: a 2026-07-28 request carries params._meta with " + std::string(version_key) +
+                   " and " + std::string(capabilities_key));
+
+  std::optional<request_refusal> refused;
+  std::string version;
+  std::string tool_name;
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+    ir::json_node meta, v, caps, info, level, name;
+    if (!p.find("_meta", meta) || meta.kind() != ir::json_node::type::object) {
+      refused = invalid("Invalid params: params._meta is required in MCP 2026-07-28 (with " + std::string(version_key) +
+                        " and " + std::string(capabilities_key) + ")");
+      return;
+    }
+    if (!meta.find(version_key, v) || v.kind() != ir::json_node::type::string) {
+      refused = invalid("Invalid params: _meta." + std::string(version_key) + " must be a string");
+      return;
+    }
+    version = std::string(v.string());
+    if (!meta.find(capabilities_key, caps) || caps.kind() != ir::json_node::type::object) {
+      refused = invalid("Invalid params: _meta." + std::string(capabilities_key) + " must be an object");
+      return;
+    }
+    boost::json::value decoded;
+    std::string error;
+    if (decode(caps, decoded, error)) peer.capabilities = std::move(decoded.as_object());
+    // clientInfo is a SHOULD: absent or malformed, the request is still served.
+    if (meta.find(client_info_key, info) && info.kind() == ir::json_node::type::object &&
+        decode(info, decoded, error))
+      peer.client_info = std::move(decoded.as_object());
+    if (meta.find(log_level_key, level)) {
+      log_level parsed{};
+      if (level.kind() != ir::json_node::type::string || !parse_log_level(level.string(), parsed)) {
+        refused = invalid("Invalid params: _meta." + std::string(log_level_key) +
+                          " must be one of debug, info, notice, warning, error, critical, alert, emergency");
+        return;
+      }
+      peer.min_log_level = parsed;
+    }
+    if (msg.method() == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
+      tool_name = std::string(name.string());
+  });
+  if (refused) return refused;
+
+  if (header_version && *header_version != version)
+    return request_refusal{ir::errc::header_mismatch,
+                           "Header mismatch: the MCP-Protocol-Version header '" + std::string(*header_version) +
+                               "' does not match _meta " + std::string(version_key) + " '" + version + "'",
+                           {}, 400};
+  const std::optional<protocol_revision> revision = parse_revision(version);
+  if (!revision || !is_modern(*revision)) return unsupported_version(version);
+  peer.protocol_version = std::move(version);
+  peer.revision = *revision;
+
+  if (!detail::dispatcher::serves(srv, msg.method(), *revision))
+    return request_refusal{ir::errc::method_not_found,
+                           "Method not found: " + msg.method() +
+                               (msg.method() == "initialize" ? " (MCP 2026-07-28 has no initialize: call "
+                                                               "server/discover, or send each request with its _meta)"
+                                                             : std::string()),
+                           {}, 404};
+
+  if (!tool_name.empty()) {
+    if (auto tool = srv.find_tool(tool_name)) {
+      boost::json::object missing;
+      for (const std::string& cap : tool->info.required_capabilities)
+        if (!peer.has_capability(cap)) missing[cap] = boost::json::object{};
+      if (!missing.empty()) {
+        std::string names;
+        for (const auto& [k, v] : missing) names += (names.empty() ? "" : ", ") + std::string(k);
+        std::string data = R"({"requiredCapabilities":)";
+        ir::append_json(data, missing);
+        data += '}';
+        return request_refusal{ir::errc::missing_client_capability,
+                               "Missing required client capability: tool " + tool_name + " needs " + names +
+                                   ", which this request's _meta." + std::string(capabilities_key) +
+                                   " does not declare",
+                               std::move(data), 400};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace droid

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The request runner: admission, cancellation, spawning, reply framing, the exchange.
+///
+/// ## Why the in-flight table is keyed exactly
+/// A key is all a `notifications/cancelled` names. Keyed by anything looser (a string
+/// form), `7` and `"7"` would collide; keyed by nothing, a second request reusing an id
+/// while the first runs would get the first one's answer or cancellation. So a duplicate
+/// is refused outright and exactly one
+/// response ever carries a given id.
+///
+/// ## Why a cancelled request is still awaited
+/// Cancelling requests the tool's stop token; it does not destroy the frame. The tool
+/// unwinds at its next await (which completes as cancelled), its task ends normally,
+/// and only then is the entry erased. Destroying a suspended frame from outside would
+/// leave Asio holding a handler into freed memory.
+#include <droid/application/server/request_runner.hpp>
+
+#include <charconv>
+#include <exception>
+#include <stop_token>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/io_context.hpp>
+
+#include <droid/application/server/server.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/json_node.hpp>
+
+#include "dispatcher.hpp"
+
+namespace droid {
+namespace {
+
+/// Calls `finish()` on a request's stream when it goes out of scope, so that every exit
+/// path of a request (answered, refused, cancelled, thrown through) ends its stream.
+struct stream_finisher {
+  outbound* to;
+  ~stream_finisher() {
+    if (to) to->finish();
+  }
+};
+
+/// Starts a request's task on the runner's executor.
+///
+/// Why not `spawn` on the `any_io_executor` alone: posting through the type-erased
+/// executor wraps the driver in one more function object (an allocation, and an indirect
+/// call) before the io_context wraps it in its own operation. Shards are io_contexts, so
+/// the usual executor is unwrapped and posted to directly; any other kind still works.
+template <class Handler>
+void start(const asio::any_io_executor& executor, task<detail::reply> work, Handler&& on_done) {
+  if (const auto* io = executor.target<asio::io_context::executor_type>()) {
+    spawn(*io, std::move(work), std::forward<Handler>(on_done));
+  } else {
+    spawn(executor, std::move(work), std::forward<Handler>(on_done));
+  }
+}
+
+/// The capability a client must declare before it may be asked `method`.
+std::string_view capability_for(std::string_view method) noexcept {
+  if (method == "sampling/createMessage") return "sampling";
+  if (method == "elicitation/create") return "elicitation";
+  if (method == "roots/list") return "roots";
+  return {};
+}
+
+/// One request being served: its stop source, its view of the client, and the context
+/// its tool sees. Lives in the in-flight table's node, under the request's key, so
+/// admitting a request allocates once.
+struct call final : detail::request_channel {
+  call(request_runner& r, request_runner::impl& st, ir::request_id i, std::shared_ptr<outbound> o, bool finish)
+      : owner(r), state(st), id(std::move(i)), stream(std::move(o)), finish_stream(finish) {}
+  void notify(std::string_view method, std::string params_json) override;
+  void close_stream() override {
+    if (stream && !cancelled) stream->interrupt();
+  }
+  std::optional<exchange_error> exchange_refusal(std::string_view method) override;
+  std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                              std::string_view params_json) override;
+  void cancel_exchange(std::int64_t exchange_id) override;
+
+  request_runner& owner;
+  request_runner::impl& state;
+  /// The id the peer gave the request, which its answer carries.
+  ir::request_id id;
+  /// Where this request's notifications and response go (the POST's stream on HTTP).
+  std::shared_ptr<outbound> stream;
+  std::stop_source stop;
+  bool cancelled = false;
+  /// The stream was given for this request alone and ends with it.
+  bool finish_stream = false;
+  /// The client as this request sees it: a session's (`peer` points there) or its own.
+  const peer_info* peer = nullptr;
+  std::optional<peer_info> own_peer;
+  std::optional<tool_context> context;
+};
+
+}  // namespace
+
+struct request_runner::impl {
+  impl(server& s, asio::any_io_executor e) : srv(s), executor(std::move(e)), dispatch(s) {}
+
+  void send(outbound* to, std::string text) const {
+    if (!closed && to) to->send(std::move(text));
+  }
+
+  void send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const {
+    if (r.framed) {
+      send(to, std::move(r.result));
+      return;
+    }
+    std::string buf;
+    if (r.is_error()) {
+      ir::append_error(buf, id, r.code, r.message, r.data);
+    } else {
+      frame_result(buf, id, r.result, peer);
+    }
+    send(to, std::move(buf));
+  }
+
+  /// `{"jsonrpc":"2.0","id":...,"result":...}`, where a 2026 result gains the members
+  /// every result of that revision carries. Why here and not in each handler: it is one
+  /// rule for every method, and a handler that forgot it would make a result the
+  /// client's schema rejects.
+  void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const {
+    const std::string_view head = peer.is_modern() ? srv.modern_result_members() : std::string_view();
+    buf.reserve(result.size() + head.size() + 40);
+    if (head.empty() || result.size() < 2 || result.front() != '{') {
+      ir::append_result(buf, id, result);
+      return;
+    }
+    ir::append_result_head(buf, id);
+    buf += '{';
+    constexpr std::string_view own_meta = R"({"_meta":{)";
+    if (result.starts_with(own_meta) && result.size() > own_meta.size() && result[own_meta.size()] != '}') {
+      // The result has `_meta` of its own (first, by convention): one object for both,
+      // since JSON forbids the key twice. `head` ends with the `}` of its `_meta`.
+      buf.append(head.substr(0, head.size() - 1));
+      buf += ',';
+      result.remove_prefix(own_meta.size());
+    } else {
+      buf += head;
+      result.remove_prefix(1);
+      // `{}` becomes `{<head>}`; anything else `{<head>,<members>}`.
+      if (result.front() != '}') buf += ',';
+    }
+    buf += result;
+    buf += '}';
+  }
+
+  void admit(request_runner& self, ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream,
+             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
+
+  /// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
+  /// `resume()` returns, nothing here may be touched that the tool could have ended
+  /// (the caller holds the runner alive).
+  bool resolve(std::int64_t id, exchange_result outcome) {
+    auto it = waiters.find(id);
+    if (it == waiters.end()) return false;
+    detail::exchange_waiter* w = it->second;
+    waiters.erase(it);
+    *w->slot = std::move(outcome);
+    w->handle.resume();
+    return true;
+  }
+
+  server& srv;
+  asio::any_io_executor executor;
+  detail::dispatcher dispatch;
+  bool closed = false;
+  std::size_t dropped = 0;
+  /// The requests being served. Node-based on purpose: a call's address (its tool's
+  /// context points at it) and its key (its task reads it) must not move when the
+  /// table grows.
+  std::unordered_map<ir::request_id, call> in_flight;
+
+  /// Questions to the peer awaiting its answer, by the id we minted.
+  ///
+  /// Why ids start at 2^40: they share one JSON-RPC channel with the peer's own ids, and
+  /// a minted id that met one of the peer's would make the in-flight check report a
+  /// duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
+  /// still exact in a JavaScript number.
+  std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
+  std::int64_t next_exchange_id = std::int64_t{1} << 40;
+};
+
+namespace {
+
+void call::notify(std::string_view method, std::string params_json) {
+  // A cancelled request is silent from then on: MCP says the sender of the cancellation
+  // no longer expects anything about it.
+  if (cancelled || state.closed || !stream) return;
+  std::string buf;
+  ir::append_notification(buf, method, params_json);
+  stream->send(std::move(buf));
+}
+
+std::optional<exchange_error> call::exchange_refusal(std::string_view method) {
+  if (state.closed)
+    return exchange_error{make_error_code(errc::session_ended), 0, "the session ended before the peer answered", {}};
+  if (peer->is_modern())
+    return exchange_error{make_error_code(errc::exchange_refused), 0,
+                          "this request uses MCP " + peer->protocol_version +
+                              ", in which a server cannot send requests to the client (the answer would come as an "
+                              "input_required result, which this server does not produce yet)",
+                          {}};
+  if (!stream)
+    return exchange_error{make_error_code(errc::exchange_refused), 0,
+                          "this request has no stream to carry a question to the client", {}};
+  if (std::string why = stream->exchange_refusal(); !why.empty())
+    return exchange_error{make_error_code(errc::exchange_refused), 0, std::move(why), {}};
+  if (const std::string_view cap = capability_for(method); !cap.empty() && !peer->has_capability(cap))
+    return exchange_error{make_error_code(errc::exchange_refused), 0,
+                          "the client did not declare the `" + std::string(cap) +
+                              "` capability in initialize, so it cannot be asked " + std::string(method),
+                          {}};
+  return std::nullopt;
+}
+
+std::int64_t call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                                  std::string_view params_json) {
+  const std::int64_t exchange_id = state.next_exchange_id++;
+  state.waiters.emplace(exchange_id, &waiter);
+  std::string buf;
+  ir::append_request(buf, ir::request_id(exchange_id), method, params_json);
+  // Only queues the message for the stream's writer: nothing can answer it, and so
+  // nothing can resume the waiter, before the caller's await_suspend has returned.
+  stream->send(std::move(buf));
+  return exchange_id;
+}
+
+void call::cancel_exchange(std::int64_t exchange_id) {
+  if (!state.waiters.contains(exchange_id)) return;
+  // The peer may still be working on the question (a person filling in a form): tell it
+  // to stop, on the same stream the question went out on.
+  if (!state.closed && stream) {
+    std::string buf;
+    ir::append_notification(buf, "notifications/cancelled",
+                            R"({"requestId":)" + std::to_string(exchange_id) +
+                                R"(,"reason":"the tool's request was cancelled"})");
+    stream->send(std::move(buf));
+  }
+  auto keep_alive = owner.shared_from_this();
+  state.resolve(exchange_id, exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
+                                                            "the request was cancelled before the peer answered", {}}));
+}
+
+}  // namespace
+
+void request_runner::impl::admit(request_runner& self, ir::request_id key, ir::message msg,
+                                 std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
+                                 std::optional<peer_info> own_peer) {
+  outbound* to = stream.get();
+  stream_finisher done{finish_stream ? to : nullptr};
+  // The stream is kept here until the request is over, whatever the path below.
+  std::shared_ptr<outbound> keep = stream;
+  if (closed) return;
+  // One lookup admits the request or finds the duplicate; on a duplicate nothing is
+  // constructed and nothing is moved from.
+  auto [slot, admitted] = in_flight.try_emplace(std::move(key), self, *this, msg.id(), std::move(stream), finish_stream);
+  if (!admitted) {
+    // id null: answering with the id would make two responses carry it, and the peer
+    // could not tell which request each one ends.
+    ir::request_id dup = msg.id();
+    std::string buf;
+    ir::append_error(buf, std::nullopt, static_cast<std::int64_t>(ir::errc::invalid_request),
+                     "Invalid Request: request id " + dup.to_json() + " is already in flight");
+    send(to, std::move(buf));
+    return;
+  }
+  call& record = slot->second;
+  const ir::request_id& node_key = slot->first;
+  if (own_peer) {
+    record.own_peer = std::move(own_peer);
+    record.peer = &*record.own_peer;
+  } else {
+    record.peer = peer;
+  }
+  // A request answered at once leaves the table before its answer goes out, as one
+  // answered later does; its record's id and peer are copied out first.
+  auto retire_and_reply = [&](detail::reply r) {
+    const ir::request_id id = record.id;
+    std::optional<peer_info> held = std::move(record.own_peer);
+    const peer_info& who = held ? *held : *record.peer;
+    in_flight.erase(node_key);
+    send_reply(to, id, std::move(r), who);
+  };
+  std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
+  try {
+    dispatched.emplace(dispatch.dispatch(
+        msg.method(), msg.params(),
+        detail::request_scope{*record.peer, record, record.id, record.stop.get_token(), executor, record.context}));
+  } catch (const std::exception& e) {
+    // A handler of ours failed before any task existed: same rule as after, a generic
+    // answer for the peer and the detail for the log; the runner goes on.
+    srv.log(std::string("handler for ") + msg.method() + " failed: " + e.what());
+    retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
+    return;
+  }
+  auto& outcome = *dispatched;
+
+  if (auto* now = std::get_if<detail::reply>(&outcome)) {
+    retire_and_reply(std::move(*now));
+    return;
+  }
+
+  // The task finishes the stream itself, later.
+  done.to = nullptr;
+  // The completion finds its entry by the key in the table's own node: only it erases
+  // the entry of a spawned request, so the key is there until then (and copying it
+  // would allocate for a long string id).
+  start(executor, std::move(std::get<1>(outcome)),
+        [self = self.shared_from_this(), key_in_node = &node_key](std::exception_ptr failure, detail::reply r) {
+          impl& st = *self->impl_;
+          // Out of the table first (as before any answer), but kept alive until the
+          // answer is sent: the node holds the id and peer the answer needs.
+          auto entry = st.in_flight.extract(*key_in_node);
+          call& c = entry.mapped();
+          const std::shared_ptr<outbound> to = std::move(c.stream);
+          stream_finisher finished{c.finish_stream ? to.get() : nullptr};
+          if (c.cancelled) return;
+          if (failure) {
+            // The dispatcher turns tool exceptions into results, so this is a handler of
+            // ours failing: a generic answer for the peer, the detail for the log.
+            try {
+              std::rethrow_exception(failure);
+            } catch (const std::exception& e) {
+              st.srv.log(std::string("handler failed: ") + e.what());
+            } catch (...) {
+              st.srv.log("handler failed with a non-standard exception");
+            }
+            st.send_reply(to.get(), c.id, detail::reply::error(ir::errc::internal_error, "Internal error"), *c.peer);
+            return;
+          }
+          st.send_reply(to.get(), c.id, std::move(r), *c.peer);
+        });
+}
+
+request_runner::request_runner(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+request_runner::~request_runner() = default;
+
+std::shared_ptr<request_runner> request_runner::create(server& srv, asio::any_io_executor executor) {
+  return std::shared_ptr<request_runner>(new request_runner(std::make_unique<impl>(srv, std::move(executor))));
+}
+
+void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
+                           const peer_info& peer) {
+  impl_->admit(*this, std::move(key), std::move(msg), std::move(stream), finish_stream, &peer, std::nullopt);
+}
+
+void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
+                           peer_info&& peer) {
+  impl_->admit(*this, std::move(key), std::move(msg), std::move(stream), finish_stream, nullptr, std::move(peer));
+}
+
+void request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,
+                                std::string_view text, std::string_view data_json) const {
+  std::string buf;
+  ir::append_error(buf, id, static_cast<std::int64_t>(code), text, data_json);
+  impl_->send(to, std::move(buf));
+}
+
+void request_runner::send_result(outbound* to, const ir::request_id& id, std::string_view result_json,
+                                 const peer_info& peer) const {
+  std::string buf;
+  impl_->frame_result(buf, id, result_json, peer);
+  impl_->send(to, std::move(buf));
+}
+
+void request_runner::cancel(const ir::request_id& key) {
+  auto it = impl_->in_flight.find(key);
+  if (it == impl_->in_flight.end()) return;
+  it->second.cancelled = true;
+  // Copied first: the stop callbacks may resume the tool, which may finish and erase
+  // its own entry.
+  std::stop_source stop = it->second.stop;
+  auto keep_alive = shared_from_this();
+  stop.request_stop();
+}
+
+void request_runner::close() {
+  impl& s = *impl_;
+  if (s.closed) return;
+  // Closed first, so that new exchanges refuse and anything resumed below sees a runner
+  // that no longer sends. Then every waiting exchange is resumed with "ended", from a
+  // table swapped out first (a resumed tool may finish and touch the runner). Then every
+  // tool is told to stop, from a snapshot of the stop sources (a tool that finishes
+  // inline erases its own entry).
+  s.closed = true;
+  auto keep_alive = shared_from_this();
+  for (auto& [id, w] : std::exchange(s.waiters, {})) {
+    *w->slot = exchange_result(exchange_error{make_error_code(errc::session_ended), 0,
+                                              "the session ended before the peer answered", {}});
+    w->handle.resume();
+  }
+  std::vector<std::stop_source> stops;
+  for (auto& [id, c] : s.in_flight) {
+    c.cancelled = true;
+    stops.push_back(c.stop);
+  }
+  for (std::stop_source& stop : stops) stop.request_stop();
+}
+
+bool request_runner::is_closed() const noexcept { return impl_->closed; }
+
+void request_runner::route_answer(const ir::message& msg) {
+  impl& s = *impl_;
+  // Our ids are integers; a peer that echoes one as a string ("1099511627776") still
+  // means ours (TypeScript and Python peers do this).
+  std::int64_t id = 0;
+  const ir::request_id& rid = msg.id();
+  bool numeric = rid.is_integer();
+  if (numeric) {
+    id = rid.integer();
+  } else {
+    const std::string& text = rid.string();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    numeric = ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  }
+  if (!numeric || !s.waiters.contains(id)) {
+    // An answer to a question we gave up on, never asked, or asked of another session:
+    // dropped, counted, never dispatched and never answered.
+    ++s.dropped;
+    return;
+  }
+  exchange_result outcome;
+  if (msg.kind() == ir::message_kind::response) {
+    boost::json::value v;
+    std::string error;
+    const std::error_code ec =
+        ir::visit_json(msg.result().text, [&](const ir::json_node& n) { (void)decode(n, v, error); });
+    outcome = ec ? exchange_result(exchange_error{make_error_code(errc::peer_error), 0,
+                                                  "the peer's result could not be read", {}})
+                 : exchange_result(std::move(v));
+  } else {
+    outcome = exchange_result(exchange_error{make_error_code(errc::peer_error), msg.error_code(),
+                                             msg.error_message(), std::string(msg.error_data().text)});
+  }
+  // The resumed tool may finish and end this runner's last reference.
+  auto keep_alive = shared_from_this();
+  s.resolve(id, std::move(outcome));
+}
+
+std::size_t request_runner::in_flight() const noexcept { return impl_->in_flight.size(); }
+std::size_t request_runner::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
+std::size_t request_runner::dropped_responses() const noexcept { return impl_->dropped; }
+const asio::any_io_executor& request_runner::executor() const noexcept { return impl_->executor; }
+
+}  // namespace droid
