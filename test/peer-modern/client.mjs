@@ -341,8 +341,21 @@ await step('count reports progress', async () => {
     check(sent[i].total === 3, `progress ${i} has total ${show(sent[i].total)}: ${show(sent)}`);
     if (i > 0) check(sent[i].progress > sent[i - 1].progress, `progress does not increase: ${show(sent)}`);
   }
-  check(seen.length === 3 && seen.every((p, i) => p.progress === sent[i].progress && p.total === 3),
+  // The 2.4.0 client dispatches notifications on a microtask but responses at once, so a
+  // progress notification that reaches it in the same read as the response (stdio batches
+  // what is queued into one write) is handled after the response and reported as "for an
+  // unknown token". The wire order above is what the server controls; such a late
+  // dispatch is accepted only when the client reported exactly those notifications.
+  check(seen.every((p, i) => p.progress === sent[i].progress && p.total === 3),
     `onprogress saw ${show(seen)}, the server sent ${show(sent)}`);
+  const missed = sent.slice(seen.length);
+  for (const p of missed) {
+    const i = protocolErrors.findIndex((e) => e.includes('progress notification for an unknown token') &&
+      e.includes(`"progress":${p.progress},`));
+    check(i >= 0, `onprogress saw ${show(seen)}, the server sent ${show(sent)}, and the client did not report the rest`);
+    if (i >= 0) protocolErrors.splice(i, 1);
+  }
+  if (missed.length) console.log(`# the client dispatched ${missed.length} progress notification(s) after the response (same read)`);
   console.log(`# tools/call count: ${show(request)}; progress ${show(sent)}`);
 });
 
