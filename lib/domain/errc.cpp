@@ -17,6 +17,7 @@ class wire_category_impl final : public std::error_category {
       case ir::errc::invalid_params: return "Invalid params";
       case ir::errc::internal_error: return "Internal error";
       case ir::errc::resource_not_found: return "Resource not found";
+      case ir::errc::header_mismatch: return "Header mismatch";
     }
     return "JSON-RPC error " + std::to_string(code);
   }

@@ -34,6 +34,11 @@ enum class errc : int {
   internal_error = -32603,
   /// MCP: `resources/read` for a URI the server does not have.
   resource_not_found = -32002,
+  /// MCP 2026-07-28, Streamable HTTP: a routing header (`Mcp-Method`, `Mcp-Name`,
+  /// `Mcp-Param-*`) is missing, malformed, or says something other than the body. Sent
+  /// with HTTP 400; the message names the header. The client should send the headers
+  /// its body implies, since intermediaries route on them.
+  header_mismatch = -32020,
 };
 
 /// The category for `ir::errc`; `message()` gives the JSON-RPC standard wording.
