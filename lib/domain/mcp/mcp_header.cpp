@@ -29,7 +29,7 @@ namespace {
 /// Keywords whose value is one schema (or, for `items` in older drafts, an array of them).
 constexpr std::array<std::string_view, 12> single_schema_keywords{
     "additionalProperties", "unevaluatedProperties", "items", "additionalItems", "unevaluatedItems", "contains",
-    "propertyNames", "not", "if", "then", "else", "contentSchema"};
+    "propertyNames",        "not",                   "if",    "then",            "else",             "contentSchema"};
 /// Keywords whose value is an array of schemas.
 constexpr std::array<std::string_view, 4> schema_array_keywords{"prefixItems", "allOf", "anyOf", "oneOf"};
 /// Keywords whose value maps names to schemas (`properties` is handled on its own, since
@@ -56,9 +56,12 @@ std::string lowered(std::string_view s) {
 void append_pointer_token(std::string& pointer, std::string_view name) {
   pointer += '/';
   for (const char c : name) {
-    if (c == '~') pointer += "~0";
-    else if (c == '/') pointer += "~1";
-    else pointer += c;
+    if (c == '~')
+      pointer += "~0";
+    else if (c == '/')
+      pointer += "~1";
+    else
+      pointer += c;
   }
 }
 
@@ -138,22 +141,26 @@ class walker {
 
   void annotation(const boost::json::object& s, const boost::json::value& h, const std::string& pointer,
                   const std::vector<std::string>* reach) {
-    const std::string where = reach && !reach->empty() ? "`" + dotted(*reach) + "`"
-                                                       : "inputSchema" + (pointer.empty() ? std::string() : "#" + pointer);
+    const std::string where = reach && !reach->empty()
+                                  ? "`" + dotted(*reach) + "`"
+                                  : "inputSchema" + (pointer.empty() ? std::string() : "#" + pointer);
     const boost::json::string* text = h.if_string();
     if (!text) refuse("the x-mcp-header of " + where + " must be a string, the header name to mirror the value into");
     const std::string header(text->data(), text->size());
     if (header.empty())
-      refuse("the x-mcp-header of " + where + " is empty: give the name of the header to mirror it into, e.g. \"Region\"");
+      refuse("the x-mcp-header of " + where +
+             " is empty: give the name of the header to mirror it into, e.g. \"Region\"");
     if (!is_http_token(header))
       refuse("the x-mcp-header \"" + header + "\" of " + where +
              " is not an HTTP token: use only A-Z, a-z, 0-9 and !#$%&'*+-.^_`|~, because it becomes part of the "
-             "header name Mcp-Param-" + header);
+             "header name Mcp-Param-" +
+             header);
     if (!reach)
-      refuse("the x-mcp-header \"" + header + "\" at " + where +
-             " cannot be reached from the root of inputSchema through `properties` alone; a header can only mirror a "
-             "parameter with one fixed place in the arguments (not under items, anyOf, oneOf, allOf, not, if/then/else, "
-             "additionalProperties or $defs)");
+      refuse(
+          "the x-mcp-header \"" + header + "\" at " + where +
+          " cannot be reached from the root of inputSchema through `properties` alone; a header can only mirror a "
+          "parameter with one fixed place in the arguments (not under items, anyOf, oneOf, allOf, not, if/then/else, "
+          "additionalProperties or $defs)");
     if (reach->empty())
       refuse("the root of inputSchema carries x-mcp-header \"" + header +
              "\", but the root is the arguments object; put it on one of its properties");
@@ -185,8 +192,8 @@ class walker {
         if (!name) refuse(rule + " (its \"type\" array holds a value that is not a string)");
         const std::string_view n(name->data(), name->size());
         if (n == "null") continue;
-        if (!named.empty()) refuse(rule + " (its \"type\" allows both \"" + std::string(named) + "\" and \"" +
-                                   std::string(n) + "\")");
+        if (!named.empty())
+          refuse(rule + " (its \"type\" allows both \"" + std::string(named) + "\" and \"" + std::string(n) + "\")");
         named = n;
       }
     }

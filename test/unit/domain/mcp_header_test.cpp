@@ -82,8 +82,11 @@ struct droid::field_hints<location> {
 template <>
 struct droid::field_hints<routed> {
   static constexpr droid::field_hint fields[] = {
-      {"tenant", "Who pays", false, "Tenant"}, {"shard", "", true, "Shard"}, {"dry_run", "", false, "Dry-Run"},
-      {"level", "", true, "Tier"},             {"note", "Free text"},
+      {"tenant", "Who pays", false, "Tenant"},
+      {"shard", "", true, "Shard"},
+      {"dry_run", "", false, "Dry-Run"},
+      {"level", "", true, "Tier"},
+      {"note", "Free text"},
   };
 };
 template <>
@@ -209,7 +212,7 @@ TEST_SUITE("domain/mcp/mcp_header") {
   }
 
   TEST_CASE("a raw schema's header parameters are found through chains of properties at any depth") {
-    const auto params = droid::header_params_of("route", boost::json::parse(R"({
+    const boost::json::value schema = boost::json::parse(R"({
         "type": "object",
         "properties": {
           "region": {"type": "string", "x-mcp-header": "Region"},
@@ -221,7 +224,8 @@ TEST_SUITE("domain/mcp/mcp_header") {
         },
         "default": {"x-mcp-header": "data, not a schema"},
         "examples": [{"x-mcp-header": "data too"}]
-      })").as_object());
+      })");
+    const auto params = droid::header_params_of("route", schema.as_object());
     REQUIRE(params.size() == 4);
     CHECK(params[0].path == std::vector<std::string>{"region"});
     CHECK(params[1].path == std::vector<std::string>{"request", "target", "shard"});
@@ -242,8 +246,9 @@ TEST_SUITE("domain/mcp/mcp_header") {
     for (const expectation& e : {
              expectation{R"({"properties":{"tags":{"type":"array","items":{"type":"string","x-mcp-header":"Tag"}}}})",
                          "/properties/tags/items"},
-             expectation{R"({"properties":{"t":{"type":"array","prefixItems":[{"type":"string","x-mcp-header":"T"}]}}})",
-                         "/properties/t/prefixItems/0"},
+             expectation{
+                 R"({"properties":{"t":{"type":"array","prefixItems":[{"type":"string","x-mcp-header":"T"}]}}})",
+                 "/properties/t/prefixItems/0"},
              expectation{R"({"anyOf":[{"properties":{"r":{"type":"string","x-mcp-header":"R"}}}]})",
                          "/anyOf/0/properties/r"},
              expectation{R"({"properties":{"r":{"oneOf":[{"type":"string","x-mcp-header":"R"}]}}})",
@@ -275,8 +280,9 @@ TEST_SUITE("domain/mcp/mcp_header") {
     CHECK(contains(refusal(R"({"properties":{"r":{"type":"array","x-mcp-header":"R"}}})"), "\"array\""));
     CHECK(contains(refusal(R"({"properties":{"r":{"type":["string","integer"],"x-mcp-header":"R"}}})"),
                    "allows both \"string\" and \"integer\""));
-    CHECK(contains(refusal(R"({"properties":{"r":{"$ref":"#/$defs/x","x-mcp-header":"R"}},"$defs":{"x":{"type":"string"}}})"),
-                   "states no \"type\""));
+    CHECK(contains(
+        refusal(R"({"properties":{"r":{"$ref":"#/$defs/x","x-mcp-header":"R"}},"$defs":{"x":{"type":"string"}}})"),
+        "states no \"type\""));
     CHECK(contains(refusal(R"({"properties":{"r":{"type":"string","x-mcp-header":7}}})"), "must be a string"));
     CHECK(contains(refusal(R"({"properties":{"r":{"type":"string","x-mcp-header":""}}})"), "is empty"));
     CHECK(contains(refusal(R"({"properties":{"r":{"type":"string","x-mcp-header":"A\r\nB"}}})"), "not an HTTP token"));

@@ -68,6 +68,7 @@ struct header_param {
 /// and the rule when an `x-mcp-header` is not a string, is empty or not an HTTP token,
 /// repeats another one (ignoring case), sits on a parameter that is not a string, integer
 /// or boolean, or sits where the `properties` chain from the root does not lead.
-[[nodiscard]] std::vector<header_param> header_params_of(std::string_view tool, const boost::json::object& input_schema);
+[[nodiscard]] std::vector<header_param> header_params_of(std::string_view tool,
+                                                         const boost::json::object& input_schema);
 
 }  // namespace droid
