@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The conformance suite's fixtures, registered with the public API. See
-/// conformance_tools.hpp; `../shared/conformance/README.md` section 4 lists what each
-/// scenario checks. Texts follow the TypeScript SDK's reference server where the suite
+/// conformance_tools.hpp; docs/conformance.md lists the scenarios and what each needs. Texts follow the TypeScript SDK's reference server where the suite
 /// reads them, so a failure here can be compared with the reference side by side.
 #include "conformance_tools.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -83,7 +84,27 @@ struct enum_form {
 };
 BOOST_DESCRIBE_STRUCT(enum_form, (), (untitledSingle, titledSingle, legacyEnum, untitledMulti, titledMulti))
 
+/// Arguments mirrored into HTTP headers (SEP-2243): a 2026-07-28 client sends each one
+/// again as `Mcp-Param-<name>`, and the server refuses a request whose headers and body
+/// disagree, so a proxy can route on the headers and trust them.
+struct routed_query {
+  std::string region;
+  std::optional<std::int64_t> priority;
+  std::optional<bool> verbose;
+  std::string query;
+};
+BOOST_DESCRIBE_STRUCT(routed_query, (), (region, priority, verbose, query))
+
 }  // namespace
+
+template <>
+struct droid::field_hints<routed_query> {
+  static constexpr droid::field_hint fields[] = {
+      {.name = "region", .description = "Where to run the query", .mcp_header = "Region"},
+      {.name = "priority", .description = "Scheduling priority", .mcp_header = "Priority"},
+      {.name = "verbose", .description = "Explain the plan too", .mcp_header = "Verbose"},
+      {.name = "query", .description = "The query (not mirrored: it may be long)"}};
+};
 
 template <>
 struct droid::field_hints<sampling_args> {
@@ -433,8 +454,79 @@ void register_prompts(droid::server& server) {
 
 }  // namespace
 
+// ---- tools: the 2026-07-28 draft scenarios ---------------------------------------------
+
+/// Adds the tool (or prompt) when it is missing and removes it when it is there: each
+/// call changes the list, so open `subscriptions/listen` streams (and 2025 sessions) are
+/// told with list_changed.
+void register_draft_tools(droid::server& server) {
+  droid::tool_info needs_sampling{.name = "test_missing_capability",
+                                  .description = "Needs the client's sampling capability (refused with -32021 without it)"};
+  needs_sampling.required_capabilities = {"sampling"};
+  server.tool(std::move(needs_sampling), [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+    droid::sampling_request request;
+    request.messages.push_back(droid::sampling_message::user_text("Say hello"));
+    request.max_tokens = 20;
+    auto answer = co_await ctx.sample(std::move(request));
+    if (!answer) co_return droid::tool_result::error("Sampling failed: " + answer.error().message);
+    co_return droid::tool_result::text("LLM response: " + answer->text());
+  });
+
+  // Reports progress, then asks the user: in a 2025 session the question is a request on
+  // this call's stream; a 2026 request's stream never carries one.
+  server.tool("test_streaming_elicitation", "Streams progress, then asks the user a question",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                co_await ctx.progress(0, 1, "asking");
+                co_await ctx.log(droid::log_level::info, "asking the user");
+                auto answer = co_await ctx.elicit<free_text_answer>("What should the tool do?");
+                if (!answer) co_return droid::tool_result::text("No answer: " + answer.error().message);
+                co_return droid::tool_result::text("The user chose " + describe(answer->action));
+              });
+
+  // Logs only when the request asked for a level (2026: `_meta` logLevel; 2025:
+  // `logging/setLevel`), whatever the tool itself does.
+  server.tool("test_logging_tool", "Logs at every level, then answers",
+              [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+                co_await ctx.log(droid::log_level::debug, "debug detail");
+                co_await ctx.log(droid::log_level::info, "working");
+                co_await ctx.log(droid::log_level::warning, "almost done");
+                co_return droid::tool_result::text("Logged three messages (sent only at the level the request asked for)");
+              });
+
+  server.tool("test_trigger_tool_change", "Adds or removes the tool test_dynamic_tool",
+              [&server](droid::tool_context&) -> droid::task<droid::tool_result> {
+                if (server.remove_tool("test_dynamic_tool")) co_return droid::tool_result::text("removed test_dynamic_tool");
+                server.tool("test_dynamic_tool", "Exists only between two calls of test_trigger_tool_change",
+                            [](droid::tool_context&) -> droid::task<droid::tool_result> {
+                              co_return droid::tool_result::text("dynamic");
+                            });
+                co_return droid::tool_result::text("added test_dynamic_tool");
+              });
+
+  server.tool("test_trigger_prompt_change", "Adds or removes the prompt test_dynamic_prompt",
+              [&server](droid::tool_context&) -> droid::task<droid::tool_result> {
+                if (server.remove_prompt("test_dynamic_prompt"))
+                  co_return droid::tool_result::text("removed test_dynamic_prompt");
+                server.prompt(droid::prompt_info{.name = "test_dynamic_prompt",
+                                                 .description = "Exists only between two calls of test_trigger_prompt_change"},
+                              [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
+                                droid::prompt_result r;
+                                r.messages.push_back(droid::prompt_message::user(droid::content::text("dynamic")));
+                                co_return r;
+                              });
+                co_return droid::tool_result::text("added test_dynamic_prompt");
+              });
+
+  server.tool("test_header_params", "Runs a query in a region; region, priority and verbose travel as headers too",
+              [](droid::tool_context&, routed_query args) -> droid::task<droid::tool_result> {
+                co_return droid::tool_result::text("ran \"" + args.query + "\" in " + args.region +
+                                                   (args.priority ? " at priority " + std::to_string(*args.priority) : ""));
+              });
+}
+
 void register_conformance(droid::server& server) {
   register_content_tools(server);
+  register_draft_tools(server);
   register_notifying_tools(server);
   register_exchange_tools(server);
   register_schema_tool(server);

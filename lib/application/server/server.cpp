@@ -124,6 +124,7 @@ void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
   if (entry->info.description.empty())
     throw std::invalid_argument("droid: tool \"" + entry->info.name +
                                 "\" needs a description: clients reject tools without one");
+  if (entry->info.input_schema) entry->header_params = header_params_of(entry->info.name, *entry->info.input_schema);
   entry->listing = detail::shape_listings(to_json(entry->info), detail::listing_kind::tool);
   {
     std::lock_guard lock(registry_->mutex);

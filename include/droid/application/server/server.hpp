@@ -39,6 +39,7 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/mcp_header.hpp>
 #include <droid/domain/mcp/prompt.hpp>
 #include <droid/domain/mcp/resource.hpp>
 #include <droid/domain/mcp/revision.hpp>
@@ -127,6 +128,10 @@ struct tool_entry {
   /// Decodes the arguments (synchronously, while `args` is valid) and returns the task
   /// that runs the tool. A decoding failure returns a task yielding an `isError` result.
   std::function<task<tool_result>(tool_context&, const ir::json_node* args)> invoke;
+  /// The parameters clients mirror into `Mcp-Param-*` headers (`x-mcp-header` in the
+  /// input schema), read once at registration so a call checks its headers without
+  /// walking the schema again.
+  std::vector<header_param> header_params;
 };
 
 template <class F>

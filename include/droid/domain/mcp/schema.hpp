@@ -23,7 +23,8 @@
 /// Specialise `droid::field_hints<T>` with a `static constexpr droid::field_hint fields[]`
 /// naming members. `defaulted = true` makes a member optional in the schema, with the
 /// value of that member in a value-initialised `T` as its `default`; a missing member
-/// keeps that value when decoding.
+/// keeps that value when decoding. `mcp_header` mirrors the member into an HTTP header
+/// (see `field_hint`).
 #pragma once
 
 #include <cmath>
@@ -52,12 +53,37 @@
 
 namespace droid {
 
-/// A description (and default marker) for one member of a described struct.
+/// A description, a default marker and an HTTP header name for one member of a
+/// described struct.
+///
+///     template <>
+///     struct droid::field_hints<route_args> {
+///       static constexpr droid::field_hint fields[] = {
+///           {"region", "Where to route the call", false, "Region"},
+///       };
+///     };
+///
+/// ## `mcp_header`: mirroring an argument into a header (MCP 2026-07-28)
+/// A non-empty `mcp_header` puts `"x-mcp-header": "<mcp_header>"` on the member's
+/// property. Clients on Streamable HTTP then send the argument's value a second time, as
+/// the header `Mcp-Param-<mcp_header>`, so that a load balancer or gateway can route on
+/// it without parsing the body; the server refuses a call whose header and body disagree.
+/// Why a tool would want it: sending calls for one region, tenant or shard to the
+/// replicas that hold its data. Registering the tool throws `std::invalid_argument`
+/// (naming the tool, the member and the rule) unless the member is `bool`, an integer,
+/// `std::string` or a described enum (sent as its name), or a `std::optional` of one of
+/// them; the value is an HTTP token (``A-Z a-z 0-9 !#$%&'*+-.^_`|~``); and no other member
+/// of the same tool uses the same value, ignoring case. Members of nested structs may
+/// carry one too (not elements of a `std::vector` or values of a `std::map`: they have no
+/// single place in the arguments). Leave the member out of the initialiser for no
+/// header; an explicit `""` is refused as an empty header name.
 struct field_hint {
   std::string_view name;
   std::string_view description;
   /// The member has a useful default: not required, and `default` appears in the schema.
   bool defaulted = false;
+  /// The header the member is mirrored into, without the `Mcp-Param-` prefix; see above.
+  std::string_view mcp_header{};
 };
 
 /// Specialise with `static constexpr field_hint fields[] = {...};` to document members.
@@ -213,6 +239,9 @@ template <class T>
       boost::json::object p = schema_of<M>();
       const field_hint* hint = detail::find_hint<T>(d.name);
       if (hint && !hint->description.empty()) p["description"] = hint->description;
+      // Tested by data(), not empty(): an explicit "" must reach the registration check
+      // and be refused there, while a hint that never mentions a header has a null view.
+      if (hint && hint->mcp_header.data() != nullptr) p["x-mcp-header"] = hint->mcp_header;
       const bool defaulted = hint && hint->defaulted;
       // An empty optional has no default to state ("default": null would contradict the
       // member's own type).

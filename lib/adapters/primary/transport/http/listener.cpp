@@ -54,6 +54,7 @@
 
 #include "checks.hpp"
 #include "request_parser.hpp"
+#include "routing_headers.hpp"
 #include "stream.hpp"
 
 namespace droid::http {
@@ -720,7 +721,11 @@ task<bool> connection::handle_modern(detail::request& req, ir::message msg, cons
     co_return co_await reply(400, "application/json",
                              rpc_error_body(msg.id(), ir::errc::header_mismatch,
                                             "Header mismatch: the MCP-Protocol-Version header is required"));
-  (void)req;
+  std::shared_ptr<const droid::detail::tool_entry> tool;
+  if (msg.method() == "tools/call")
+    if (const std::optional<std::string> name = ir::string_member(msg.params(), "name")) tool = l_.srv.find_tool(*name);
+  if (std::optional<std::string> why = detail::check_routing_headers(req, msg.method(), msg.params(), tool.get()))
+    co_return co_await reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *why));
   peer_info peer;
   if (auto refused = admit_modern(l_.srv, msg, *version, peer))
     co_return co_await reply(refused->http_status, "application/json",
