@@ -28,6 +28,7 @@
 
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/json_node.hpp>
+#include <droid/domain/mcp/content.hpp>
 
 #include "request_parser.hpp"
 
@@ -82,30 +83,6 @@ bool decode_base64(std::string_view in, std::string& out) {
     if (pad < 1) out += static_cast<char>(quad & 0xffu);
   }
   return true;
-}
-
-std::string encode_base64(std::string_view in) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    out += alphabet[(v >> 6) & 63];
-    out += alphabet[v & 63];
-  }
-  if (const std::size_t rest = in.size() - i; rest > 0) {
-    unsigned v = static_cast<unsigned char>(in[i]) << 16;
-    if (rest == 2) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    out += rest == 2 ? alphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 /// A body value that a header is compared with, copied out of the parsed body.
@@ -299,7 +276,7 @@ std::string encode_header_value(std::string_view value) {
   }
   if (plain) return std::string(value);
   std::string out(sentinel_prefix);
-  out += encode_base64(value);
+  out += droid::base64_encode(value);
   out += sentinel_suffix;
   return out;
 }
