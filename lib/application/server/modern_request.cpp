@@ -72,14 +72,24 @@ request_refusal unsupported_version(std::string_view requested) {
 std::optional<request_refusal> admit_modern(const server& srv, const ir::message& msg,
                                             std::optional<std::string_view> header_version, peer_info& peer) {
   const ir::raw_json params = msg.params();
-  if (params.kind != ir::json_kind::object)
+  if (params.kind != ir::json_kind::object) return admit_modern(srv, msg.method(), nullptr, header_version, peer);
+  std::optional<request_refusal> refused;
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+    refused = admit_modern(srv, msg.method(), &p, header_version, peer);
+  });
+  return refused;
+}
+
+std::optional<request_refusal> admit_modern(const server& srv, std::string_view method, const ir::json_node* params,
+                                            std::optional<std::string_view> header_version, peer_info& peer) {
+  if (!params || params->kind() != ir::json_node::type::object)
     return invalid("Invalid params: a 2026-07-28 request carries params._meta with " + std::string(version_key) +
                    " and " + std::string(capabilities_key));
 
   std::optional<request_refusal> refused;
   std::string version;
   std::string tool_name;
-  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+  [&](const ir::json_node& p) {
     ir::json_node meta, v, caps, info, level, name;
     if (!p.find("_meta", meta) || meta.kind() != ir::json_node::type::object) {
       refused = invalid("Invalid params: params._meta is required in MCP 2026-07-28 (with " + std::string(version_key) +
@@ -111,9 +121,9 @@ std::optional<request_refusal> admit_modern(const server& srv, const ir::message
       }
       peer.min_log_level = parsed;
     }
-    if (msg.method() == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
+    if (method == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
       tool_name = std::string(name.string());
-  });
+  }(*params);
   if (refused) return refused;
 
   if (header_version && *header_version != version)
@@ -126,10 +136,10 @@ std::optional<request_refusal> admit_modern(const server& srv, const ir::message
   peer.protocol_version = std::move(version);
   peer.revision = *revision;
 
-  if (!detail::dispatcher::serves(srv, msg.method(), *revision))
+  if (!detail::dispatcher::serves(srv, method, *revision))
     return request_refusal{ir::errc::method_not_found,
-                           "Method not found: " + msg.method() +
-                               (msg.method() == "initialize" ? " (MCP 2026-07-28 has no initialize: call "
+                           "Method not found: " + std::string(method) +
+                               (method == "initialize" ? " (MCP 2026-07-28 has no initialize: call "
                                                                "server/discover, or send each request with its _meta)"
                                                              : std::string()),
                            {}, 404};

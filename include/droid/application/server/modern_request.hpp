@@ -28,6 +28,7 @@
 
 #include <droid/application/server/peer_info.hpp>
 #include <droid/domain/errc.hpp>
+#include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>
 
 namespace droid {
@@ -58,6 +59,13 @@ struct request_refusal {
 /// none. Nothing when the request may be served (and `peer` is filled), otherwise the
 /// refusal to answer it with, carrying the request's id.
 [[nodiscard]] std::optional<request_refusal> admit_modern(const server& srv, const ir::message& msg,
+                                                          std::optional<std::string_view> header_version,
+                                                          peer_info& peer);
+/// The same with the request's `params` already parsed (null: it has none), for a
+/// transport that reads them for other checks too (HTTP's routing headers) and should
+/// not parse them twice. Call it inside that `ir::visit_json` callback.
+[[nodiscard]] std::optional<request_refusal> admit_modern(const server& srv, std::string_view method,
+                                                          const ir::json_node* params,
                                                           std::optional<std::string_view> header_version,
                                                           peer_info& peer);
 

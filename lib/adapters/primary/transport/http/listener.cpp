@@ -615,8 +615,10 @@ task<bool> connection::handle_post(detail::request& req) {
   // The era is decided per message: a request whose _meta names a version (or whose
   // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
   // unless it is `initialize`, which opens a 2025 session whatever the header says.
-  const bool modern = msg.is_request() && (is_modern_request(msg) || (version && is_modern_version(*version) &&
-                                                                      msg.method() != "initialize"));
+  // The header is asked first: it settles the question without reading the params.
+  const bool modern =
+      msg.is_request() &&
+      ((version && is_modern_version(*version) && msg.method() != "initialize") || is_modern_request(msg));
   if (modern) co_return co_await handle_modern(req, std::move(msg), version);
   if (version && !is_supported_version(*version)) {
     const request_refusal r = unsupported_version(*version);
@@ -721,13 +723,27 @@ task<bool> connection::handle_modern(detail::request& req, ir::message msg, cons
     co_return co_await reply(400, "application/json",
                              rpc_error_body(msg.id(), ir::errc::header_mismatch,
                                             "Header mismatch: the MCP-Protocol-Version header is required"));
-  std::shared_ptr<const droid::detail::tool_entry> tool;
-  if (msg.method() == "tools/call")
-    if (const std::optional<std::string> name = ir::string_member(msg.params(), "name")) tool = l_.srv.find_tool(*name);
-  if (std::optional<std::string> why = detail::check_routing_headers(req, msg.method(), msg.params(), tool.get()))
-    co_return co_await reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *why));
+  // One read of the params for both checks (and the tool they name), not one each.
+  std::optional<std::string> mismatch;
+  std::optional<request_refusal> refused;
   peer_info peer;
-  if (auto refused = admit_modern(l_.srv, msg, *version, peer))
+  const auto check = [&](const ir::json_node* params) {
+    std::shared_ptr<const droid::detail::tool_entry> tool;
+    ir::json_node name;
+    if (params && msg.method() == "tools/call" && params->find("name", name) &&
+        name.kind() == ir::json_node::type::string)
+      tool = l_.srv.find_tool(name.string());
+    mismatch = detail::check_routing_headers(req, msg.method(), params, tool.get());
+    if (!mismatch) refused = admit_modern(l_.srv, msg.method(), params, *version, peer);
+  };
+  if (const ir::raw_json params = msg.params(); params.kind == ir::json_kind::object) {
+    (void)ir::visit_json(params.text, [&](const ir::json_node& p) { check(&p); });
+  } else {
+    check(nullptr);
+  }
+  if (mismatch)
+    co_return co_await reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *mismatch));
+  if (refused)
     co_return co_await reply(refused->http_status, "application/json",
                              rpc_error_body(msg.id(), refused->code, refused->message, refused->data));
   co_return co_await serve_sessionless(std::move(msg), std::move(peer), {});

@@ -283,6 +283,14 @@ std::string encode_header_value(std::string_view value) {
 
 std::optional<std::string> check_routing_headers(const request& req, std::string_view method,
                                                  const ir::raw_json& params, const droid::detail::tool_entry* tool) {
+  if (method.empty() || params.kind != ir::json_kind::object) return check_routing_headers(req, method, nullptr, tool);
+  std::optional<std::string> why;
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) { why = check_routing_headers(req, method, &p, tool); });
+  return why;
+}
+
+std::optional<std::string> check_routing_headers(const request& req, std::string_view method,
+                                                 const ir::json_node* params, const droid::detail::tool_entry* tool) {
   if (method.empty()) return std::nullopt;
   std::optional<std::string> error;
 
@@ -299,12 +307,12 @@ std::optional<std::string> check_routing_headers(const request& req, std::string
   // What the comparisons need, copied out of the body (see "Why the body is read once").
   std::optional<std::string> body_name;
   std::vector<body_value> arguments(call ? tool->header_params.size() : 0);
-  if (params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
-      ir::json_node n;
-      if (p.find(source, n) && n.kind() == ir::json_node::type::string) body_name = std::string(n.string());
-      ir::json_node args;
-      if (!call || !p.find("arguments", args)) return;
+  if (params && params->kind() == ir::json_node::type::object) {
+    const ir::json_node& p = *params;
+    ir::json_node n;
+    if (p.find(source, n) && n.kind() == ir::json_node::type::string) body_name = std::string(n.string());
+    ir::json_node args;
+    if (call && p.find("arguments", args)) {
       for (std::size_t i = 0; i < arguments.size(); ++i) {
         ir::json_node at = args;
         bool found = true;
@@ -316,7 +324,7 @@ std::optional<std::string> check_routing_headers(const request& req, std::string
         }
         if (found) arguments[i] = copy_value(at);
       }
-    });
+    }
   }
 
   if (!source.empty()) {

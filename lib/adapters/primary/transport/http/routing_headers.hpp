@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>
 
 namespace droid::detail {
@@ -85,6 +86,12 @@ struct header_value {
 /// parser).
 [[nodiscard]] std::optional<std::string> check_routing_headers(const request& req, std::string_view method,
                                                                const ir::raw_json& params,
+                                                               const droid::detail::tool_entry* tool);
+/// The same with `params` already parsed (null: the body has no params object). Why: the
+/// server reads a 2026 request's params once for the headers, its `_meta` and its tool,
+/// instead of once for each.
+[[nodiscard]] std::optional<std::string> check_routing_headers(const request& req, std::string_view method,
+                                                               const ir::json_node* params,
                                                                const droid::detail::tool_entry* tool);
 
 }  // namespace droid::http::detail
