@@ -26,6 +26,17 @@ std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
   return std::nullopt;
 }
 
+/// Reads the OpenTelemetry keys of `_meta` (nothing allocated when there are none).
+trace_context trace_of(const ir::json_node& params) {
+  trace_context t;
+  ir::json_node meta, v;
+  if (!params.find("_meta", meta) || meta.kind() != ir::json_node::type::object) return t;
+  if (meta.find("traceparent", v) && v.kind() == ir::json_node::type::string) t.traceparent = std::string(v.string());
+  if (meta.find("tracestate", v) && v.kind() == ir::json_node::type::string) t.tracestate = std::string(v.string());
+  if (meta.find("baggage", v) && v.kind() == ir::json_node::type::string) t.baggage = std::string(v.string());
+  return t;
+}
+
 /// Runs a tool to completion, turning whatever it does into a reply: the whole response
 /// for request `id`, written once into the buffer that is sent.
 /// Why here and not in the tool wrapper: a throwing tool must become `isError` content
@@ -441,7 +452,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
           return;
         }
         scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
-                              scope.executor);
+                              scope.executor, trace_of(p));
         // The arguments are decoded now, while the parsed tape exists; the task owns the
         // decoded value, not the tape.
         task<tool_result> work;

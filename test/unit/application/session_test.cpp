@@ -65,6 +65,10 @@ struct fixture {
       co_await ctx.log(droid::log_level::error, "it hurts");
       co_return "logged";
     });
+    srv.tool("trace", "Reports the trace context it was called with",
+             [](droid::tool_context& ctx) -> droid::task<std::string> {
+               co_return ctx.trace().traceparent + "|" + ctx.trace().tracestate + "|" + ctx.trace().baggage;
+             });
     srv.tool("throws_early", "Throws before returning its task",
              [](droid::tool_context&) -> droid::task<droid::tool_result> { throw std::logic_error("too early"); });
     srv.tool("slow", "Waits until cancelled", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
@@ -453,5 +457,24 @@ TEST_SUITE("application/session") {
     fixture f;
     f.feed(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})");
     CHECK(f.out->pop().at("result").at("capabilities").as_object().contains("logging"));
+  }
+
+  TEST_CASE("a tool reads the trace context the request carried in _meta, in both eras") {
+    // MCP reserves traceparent, tracestate and baggage in _meta for OpenTelemetry: a tool
+    // that calls other services continues the client's trace with them.
+    fixture f;
+    f.initialize();
+    const std::string meta =
+        R"("_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01","tracestate":"k=v","baggage":"a=b")";
+    f.feed(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trace","arguments":{},)" + meta + "}}}");
+    CHECK(f.out->pop().at("result").at("content").at(0).at("text") ==
+          "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01|k=v|a=b");
+    f.feed(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"trace","arguments":{},)"
+           R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},)"
+           R"("traceparent":"00-1-2-01"}}})");
+    const auto r = f.out->pop();
+    CHECK(r.at("result").at("resultType") == "complete");
+    CHECK(r.at("result").at("content").at(0).at("text") == "00-1-2-01||");
+    CHECK(f.call(3, "trace", "{}").at("result").at("content").at(0).at("text") == "||");
   }
 }

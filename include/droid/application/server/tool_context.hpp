@@ -182,6 +182,16 @@ class [[nodiscard]] exchange_awaiter {
   std::optional<std::stop_callback<canceller>> on_extra_stop_{};
 };
 
+/// The W3C trace context a request carried in `_meta` (`traceparent`, `tracestate`,
+/// `baggage`; MCP reserves these keys for OpenTelemetry in both eras). Why kept: a tool
+/// that calls other services continues the client's trace by passing these on.
+struct trace_context {
+  std::string traceparent{};
+  std::string tracestate{};
+  std::string baggage{};
+  [[nodiscard]] bool empty() const noexcept { return traceparent.empty() && tracestate.empty() && baggage.empty(); }
+};
+
 /// The tool's view of the request it is serving.
 ///
 /// Why: a tool needs cancellation, progress and the peer's capabilities, but must not
@@ -191,13 +201,15 @@ class [[nodiscard]] exchange_awaiter {
 class tool_context {
  public:
   tool_context(detail::request_channel& channel, const peer_info& peer, ir::request_id id,
-               std::optional<ir::request_id> progress_token, std::stop_token stop, asio::any_io_executor executor)
+               std::optional<ir::request_id> progress_token, std::stop_token stop, asio::any_io_executor executor,
+               trace_context trace = {})
       : channel_(&channel),
         peer_(&peer),
         id_(std::move(id)),
         progress_token_(std::move(progress_token)),
         stop_(std::move(stop)),
-        executor_(std::move(executor)) {}
+        executor_(std::move(executor)),
+        trace_(std::move(trace)) {}
 
   /// Requested when the peer cancels this request or the session ends. Pass it to
   /// `droid::use_task(token)` to make any Asio operation cancellable.
@@ -210,6 +222,8 @@ class tool_context {
   [[nodiscard]] const peer_info& peer() const noexcept { return *peer_; }
   /// The session's shard executor, for timers and sockets the tool creates.
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
+  /// The trace context the request carried in `_meta` (empty when it carried none).
+  [[nodiscard]] const trace_context& trace() const noexcept { return trace_; }
 
   /// Sends `notifications/progress` if the client asked for progress (it sent a
   /// `progressToken`); otherwise does nothing. `progress` should increase with each call.
@@ -281,6 +295,7 @@ class tool_context {
   std::optional<ir::request_id> progress_token_;
   std::stop_token stop_;
   asio::any_io_executor executor_;
+  trace_context trace_;
 };
 
 namespace detail {
