@@ -358,7 +358,7 @@ TEST_SUITE("application/session") {
       if (!r.at("result").as_object().contains("nextCursor")) break;
       cursor = r.at("result").at("nextCursor").as_string();
     }
-    CHECK(names == std::vector<std::string>{"echo", "logs", "mirror", "raw", "slow", "throws", "throws_early"});
+    CHECK(names == std::vector<std::string>{"echo", "logs", "mirror", "raw", "slow", "throws", "throws_early", "trace"});
     f.feed(R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"garbage"}})");
     CHECK(f.out->pop().at("error").at("code") == -32602);
   }
