@@ -793,16 +793,17 @@ task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::s
   home.runner->serve(key, std::move(msg), stream, true, std::move(peer));
   // Behind whatever the request's first step queued, as for a session's request.
   asio::post(socket_.get_executor(), [sink] { sink->accept(); });
+  // Watched in both modes: a client that hangs up on a JSON answer cancels too.
+  watch_for_close(sink);
   bool keep;
   if (json_mode) {
     keep = co_await serve_json(sink, {});
   } else {
-    watch_for_close(sink);
     co_await sink->wait_settled();
     keep = co_await serve_events(sink, {}, false);
-    std::error_code ignored;
-    socket_.cancel(ignored);
   }
+  std::error_code ignored;
+  socket_.cancel(ignored);  // drops the close watch, which holds this connection
   // A closed stream is the client's cancellation (2026-07-28 has no other on HTTP); a
   // request that is over already is not found and nothing happens.
   if (sink->dead()) {
