@@ -829,6 +829,34 @@ TEST_SUITE("application/modern") {
     CHECK(droid::live_frames() == 0);
   }
 
+  TEST_CASE("a reused in-flight id is refused as a duplicate even when the request would be refused anyway") {
+    // Any answer carrying the id (a -32601 for a 2026 ping, a -32602 for bad _meta, a
+    // session method answered at once) would be taken by the client for the answer to
+    // the request still running under that id.
+    {
+      fixture f;
+      (void)f.initialize();
+      f.feed(legacy("5", "tools/call", R"({"name":"slow","arguments":{}})"));
+      REQUIRE(f.out->sent.empty());
+      for (const std::string& text :
+           {modern("5", "ping"), modern("5", "tools/list", "", meta("{}", "", "v999")),
+            legacy("5", "logging/setLevel", R"({"level":"debug"})"),
+            legacy("5", "resources/subscribe", R"({"uri":"test://doc"})"), legacy("5", "initialize")}) {
+        CAPTURE(text);
+        const auto r = f.send(text);
+        CHECK(r.at("id").is_null());
+        CHECK(code_of(r) == -32600);
+      }
+      CHECK_FALSE(f.s->peer().min_log_level);
+      CHECK_FALSE(f.s->is_subscribed("test://doc"));
+      CHECK(f.s->in_flight() == 1);
+      f.feed(cancel("5"));
+      CHECK(f.s->in_flight() == 0);
+      CHECK(f.out->sent.empty());
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
   TEST_CASE("2026 requests leave the 2025 session's identity, log level and subscriptions untouched") {
     // A 2026 request brings its own view of the client; the session's is what initialize
     // and its own requests said.
