@@ -22,6 +22,7 @@
 
 #include <doctest/doctest.h>
 
+#include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -882,6 +883,33 @@ TEST_SUITE("application/modern") {
     const auto n = f.only();
     CHECK(n.at("method") == "notifications/resources/updated");
     CHECK_FALSE(n.at("params").as_object().contains("_meta"));
+  }
+
+  TEST_CASE("a 2026 result with a _meta of its own gets one _meta holding both") {
+    // JSON forbids the key twice: a listen's closing result carries its subscriptionId in
+    // _meta, and the server's identity must join it, not follow it as a second _meta.
+    fixture f;
+    auto runner = droid::request_runner::create(f.srv, f.io.get_executor());
+    droid::peer_info modern_peer;
+    modern_peer.protocol_version = "2026-07-28";
+    modern_peer.revision = droid::protocol_revision::v2026_07_28;
+    runner->send_result(f.out.get(), droid::ir::request_id(4),
+                        R"({"_meta":{"io.modelcontextprotocol/subscriptionId":4},"x":1})", modern_peer);
+    runner->send_result(f.out.get(), droid::ir::request_id(5), "{}", modern_peer);
+    runner->send_result(f.out.get(), droid::ir::request_id(6), R"({"x":1})", droid::peer_info{});
+    REQUIRE(f.out->sent.size() == 3);
+    const std::string merged = f.out->sent.front();
+    auto r = f.out->pop();
+    check_modern_result(r);
+    CHECK(r.at("result").at("_meta").at(subscription_key) == 4);
+    CHECK(r.at("result").at("x") == 1);
+    CHECK(merged.find("_meta") == merged.rfind("_meta"));
+    r = f.out->pop();
+    check_modern_result(r);
+    CHECK(r.at("result").as_object().size() == 2);
+    r = f.out->pop();
+    check_legacy_result(r);
+    CHECK(r.at("result") == boost::json::parse(R"({"x":1})"));
   }
 
   TEST_CASE("admit_modern refuses a malformed request first, then a header mismatch, then the version") {
