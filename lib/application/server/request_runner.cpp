@@ -444,6 +444,7 @@ void request_runner::route_answer(const ir::message& msg) {
 }
 
 std::size_t request_runner::in_flight() const noexcept { return impl_->in_flight.size(); }
+bool request_runner::is_in_flight(const ir::request_id& key) const { return impl_->in_flight.contains(key); }
 std::size_t request_runner::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
 std::size_t request_runner::dropped_responses() const noexcept { return impl_->dropped; }
 const asio::any_io_executor& request_runner::executor() const noexcept { return impl_->executor; }

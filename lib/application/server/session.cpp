@@ -232,6 +232,15 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
     return;
   }
 
+  // A request reusing the id of one in flight is refused before anything else reads it,
+  // with id null as the runner refuses one: any answer carrying the id (a refusal of its
+  // _meta, a session method answered at once) would be taken for the first one's.
+  if (s.runner->is_in_flight(msg.id())) {
+    s.send_error(to, std::nullopt, ir::errc::invalid_request,
+                 "Invalid Request: request id " + msg.id().to_json() + " is already in flight");
+    return;
+  }
+
   // A 2026-07-28 request on the same connection (stdio carries both eras): it brings its
   // own view of the client and touches nothing of the session's.
   if (is_modern_request(msg)) {

@@ -93,6 +93,8 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
 
   /// Requests being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;
+  /// True when a request is being served under `key`.
+  [[nodiscard]] bool is_in_flight(const ir::request_id& key) const;
   /// Questions to the peer waiting for an answer.
   [[nodiscard]] std::size_t outstanding_exchanges() const noexcept;
   /// Answers from the peer that matched no question (dropped, for diagnostics).
