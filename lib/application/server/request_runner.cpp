@@ -214,7 +214,8 @@ std::optional<exchange_error> call::exchange_refusal(std::string_view method) {
   if (const std::string_view cap = capability_for(method); !cap.empty() && !peer->has_capability(cap))
     return exchange_error{make_error_code(errc::exchange_refused), 0,
                           "the client did not declare the `" + std::string(cap) +
-                              "` capability in initialize, so it cannot be asked " + std::string(method),
+                              "` capability " + std::string(detail::where_declared(*peer)) +
+                              ", so it cannot be asked " + std::string(method),
                           {}};
   return std::nullopt;
 }

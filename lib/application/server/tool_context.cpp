@@ -64,6 +64,10 @@ exchange_awaiter tool_context::exchange(std::string method, const boost::json::o
 
 namespace detail {
 
+std::string_view where_declared(const peer_info& peer) noexcept {
+  return peer.is_modern() ? "in the request's _meta" : "in initialize";
+}
+
 exchange_error malformed_answer(std::string what) {
   return exchange_error{make_error_code(errc::peer_error), 0, "the client's answer was malformed: " + what, {}};
 }
@@ -102,8 +106,9 @@ task<exchange_outcome<elicit_action>> tool_context::elicit_url(std::string messa
   const boost::json::value* e = peer_->capabilities.if_contains("elicitation");
   if (!e || !e->is_object() || !e->get_object().contains("url"))
     co_return outcome(exchange_error{make_error_code(errc::exchange_refused), 0,
-                                     "the client did not declare `elicitation.url` in initialize, so it cannot be "
-                                     "sent to a URL",
+                                     "the client did not declare `elicitation.url` " +
+                                         std::string(detail::where_declared(*peer_)) +
+                                         ", so it cannot be sent to a URL",
                                      {}});
   boost::json::object params{{"mode", "url"}, {"message", message}, {"url", url}, {"elicitationId", elicitation_id}};
   exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
@@ -128,8 +133,9 @@ task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request re
     const boost::json::value* sampling = peer_->capabilities.if_contains("sampling");
     if (!sampling || !sampling->is_object() || !sampling->get_object().contains("tools"))
       co_return outcome(exchange_error{make_error_code(errc::exchange_refused), 0,
-                                       "the client did not declare `sampling.tools` in initialize, so a sampling "
-                                       "request cannot offer tools",
+                                       "the client did not declare `sampling.tools` " +
+                                           std::string(detail::where_declared(*peer_)) +
+                                           ", so a sampling request cannot offer tools",
                                        {}});
   }
   exchange_result answer = co_await exchange("sampling/createMessage", to_json(request), std::move(stop));

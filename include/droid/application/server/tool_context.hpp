@@ -301,6 +301,9 @@ class tool_context {
 namespace detail {
 /// Reads an elicitation result's `action`; false when it is none of the three.
 bool parse_elicit_action(const boost::json::value& result, elicit_action& action);
+/// Where `peer` declared its capabilities, for refusals: "in initialize" (a 2025
+/// session) or "in the request's _meta" (2026-07-28).
+[[nodiscard]] std::string_view where_declared(const peer_info& peer) noexcept;
 /// The `peer_error` for an answer that parsed as JSON but not as MCP says.
 exchange_error malformed_answer(std::string what);
 /// A refusal when the client declared elicitation but not its form mode (2025-11-25:
