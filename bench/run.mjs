@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--build-dir build-bench] [--quick] [--duration S] [--repeats N]
 //                      [--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N]
-//                      [--settle S] [--report-only]
+//                      [--settle S] [--servers droid-stateless,droid-2026,...] [--report-only]
 //
 // Every server's answer is checked before it is timed (STYLE.md 3.9); a wrong answer
 // removes the server from the run instead of timing it. Inputs are generated from fixed
@@ -37,12 +37,13 @@ function parseArgs(argv) {
     else if (a === '--duration') o.duration = Number(next());
     else if (a === '--repeats') o.repeats = Number(next());
     else if (a === '--sections') o.sections = next().split(',');
+    else if (a === '--servers') o.servers = next().split(',');
     else if (a === '--sessions') o.sessions = Number(next());
     else if (a === '--report-only') o.reportOnly = true;
     else if (a === '--settle') o.settle = Number(next());
     else if (a === '--help' || a === '-h') {
       console.log('usage: node bench/run.mjs [--build-dir DIR] [--quick] [--duration S] [--repeats N] ' +
-        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--report-only]');
+        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--servers a,b] [--report-only]');
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
   }
@@ -50,6 +51,9 @@ function parseArgs(argv) {
   o.duration ??= o.quick ? 2 : 5;
   o.repeats ??= o.quick ? 1 : 3;
   o.sections ??= ['http', 'stdio', 'exchange', 'callgrind', 'memory', 'micro'];
+  // --servers: only these rows of the HTTP and callgrind sections (by name; nginx's
+  // callgrind row is `nginx`), for re-running a comparison; the other sections ignore it.
+  o.servers ??= null;
   o.sessions ??= o.quick ? 1000 : 10000;
   o.connections = [1, 16, 64];
   o.stdioMessages = { droid: o.quick ? 20000 : 200000, ts: o.quick ? 2000 : 20000 };
@@ -404,6 +408,8 @@ function runWrk(server, conns, seconds) {
   });
 }
 
+const picked = (s) => !opt.servers || opt.servers.includes(s.name);
+
 // ---- sections ------------------------------------------------------------------------
 const results = {
   machine: {
@@ -434,7 +440,7 @@ results.machine.loadavg_at_start = os.loadavg().map((x) => Number(x.toFixed(2)))
 
 async function httpSection() {
   const live = [];
-  for (const s of httpServers) {
+  for (const s of httpServers.filter(picked)) {
     try {
       const { child, url } = await s.start();
       s.child = child;
@@ -791,7 +797,7 @@ async function callgrindSection() {
     { name: 'nginx', label: 'nginx (one process)', nginx: true },
   ];
   const control = (pid, flag) => spawnSync('callgrind_control', [flag, String(pid)], { encoding: 'utf8' });
-  for (const s of servers) {
+  for (const s of servers.filter(picked)) {
     let started;
     try {
       for (const f of fs.readdirSync(outDir)) if (f.startsWith(`callgrind-${s.name}.`)) fs.rmSync(path.join(outDir, f));
@@ -1115,6 +1121,9 @@ async function main() {
     return;
   }
   if (!fs.existsSync(everythingServer)) throw new Error(`${everythingServer} is not built`);
+  for (const n of opt.servers ?? []) {
+    if (n !== 'nginx' && !httpServers.some((s) => s.name === n)) throw new Error(`--servers: no server named ${n}`);
+  }
   const t0 = Date.now();
   const sections = {
     http: httpSection, stdio: stdioSection, exchange: exchangeSection, callgrind: callgrindSection,
