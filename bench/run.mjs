@@ -6,7 +6,7 @@
 //
 //   node bench/run.mjs [--build-dir build-bench] [--quick] [--duration S] [--repeats N]
 //                      [--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N]
-//                      [--settle S] [--report-only]
+//                      [--settle S] [--servers droid-stateless,droid-2026,...] [--report-only]
 //
 // Every server's answer is checked before it is timed (STYLE.md 3.9); a wrong answer
 // removes the server from the run instead of timing it. Inputs are generated from fixed
@@ -37,12 +37,13 @@ function parseArgs(argv) {
     else if (a === '--duration') o.duration = Number(next());
     else if (a === '--repeats') o.repeats = Number(next());
     else if (a === '--sections') o.sections = next().split(',');
+    else if (a === '--servers') o.servers = next().split(',');
     else if (a === '--sessions') o.sessions = Number(next());
     else if (a === '--report-only') o.reportOnly = true;
     else if (a === '--settle') o.settle = Number(next());
     else if (a === '--help' || a === '-h') {
       console.log('usage: node bench/run.mjs [--build-dir DIR] [--quick] [--duration S] [--repeats N] ' +
-        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--report-only]');
+        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--servers a,b] [--report-only]');
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
   }
@@ -50,6 +51,9 @@ function parseArgs(argv) {
   o.duration ??= o.quick ? 2 : 5;
   o.repeats ??= o.quick ? 1 : 3;
   o.sections ??= ['http', 'stdio', 'exchange', 'callgrind', 'memory', 'micro'];
+  // --servers: only these rows of the HTTP and callgrind sections (by name; nginx's
+  // callgrind row is `nginx`), for re-running a comparison; the other sections ignore it.
+  o.servers ??= null;
   o.sessions ??= o.quick ? 1000 : 10000;
   o.connections = [1, 16, 64];
   o.stdioMessages = { droid: o.quick ? 20000 : 200000, ts: o.quick ? 2000 : 20000 };
@@ -64,6 +68,7 @@ fs.mkdirSync(outDir, { recursive: true });
 const everythingServer = path.join(buildDir, 'examples', 'everything-server');
 const tsServer = path.join(here, 'peer', 'ts_server.mjs');
 const callLua = path.join(here, 'http', 'call.lua');
+const call2026Lua = path.join(here, 'http', 'call2026.lua');
 const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
 const log = (...a) => console.error('bench:', ...a);
@@ -204,6 +209,20 @@ const initializedBody = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/
 const echoCall = (id) => JSON.stringify({
   jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello' } },
 });
+// The same call as an MCP 2026-07-28 request (what bench/http/call2026.lua sends): no
+// session, the version and the routing headers on every POST, the client's info and
+// capabilities in params._meta.
+const headers2026 = { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo' };
+const echoCall2026 = (id) => JSON.stringify({
+  jsonrpc: '2.0', id, method: 'tools/call', params: {
+    name: 'echo', arguments: { text: 'hello' },
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    },
+  },
+});
 
 function post(url, body, headers = {}, agent = undefined) {
   return new Promise((resolve, reject) => {
@@ -241,14 +260,22 @@ async function initialize(url, agent, capabilities = {}) {
   return sid;
 }
 
-/// The check before timing: one tools/call answers `hello` as text content.
-async function checkEcho(url, sid) {
-  const r = await post(url, echoCall(1), sid ? { 'Mcp-Session-Id': sid } : {});
+/// The check before timing: one tools/call answers `hello` as text content. With
+/// era '2026' the call is a 2026-07-28 request, and the answer must also say
+/// `"resultType":"complete"` and name the server in `_meta`.
+async function checkEcho(url, sid, era = '2025') {
+  const r = era === '2026'
+    ? await post(url, echoCall2026(1), headers2026)
+    : await post(url, echoCall(1), sid ? { 'Mcp-Session-Id': sid } : {});
   if (r.status !== 200) throw new Error(`tools/call: HTTP ${r.status} ${r.body.slice(0, 200)}`);
   const answer = messagesOf(r).find((m) => m.id === 1);
   const text = answer?.result?.content?.[0]?.text;
   if (text !== 'hello' || answer.result.content[0].type !== 'text') {
     throw new Error(`tools/call echo answered ${r.body.slice(0, 300)}`);
+  }
+  if (era === '2026' && (answer.result.resultType !== 'complete' ||
+      typeof answer.result._meta?.['io.modelcontextprotocol/serverInfo']?.name !== 'string')) {
+    throw new Error(`tools/call echo (2026-07-28) answered without resultType "complete" or serverInfo: ${r.body.slice(0, 300)}`);
   }
 }
 
@@ -300,6 +327,8 @@ const httpServers = [
   { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json') },
   { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
   { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--stateless', '--json-response'], 'droid-stateless') },
+  // 2026-07-28 requests are stateless by nature: the same server as droid-json, no flag.
+  { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-2026') },
   { name: 'ts-sse', label: 'TS SDK SSE', stateful: true, start: () => startPrintingUrl('node', [tsServer, '--mode', 'sse'], 'ts-sse') },
   { name: 'ts-stateless', label: 'TS SDK stateless JSON', stateful: false, start: () => startPrintingUrl('node', [tsServer, '--mode', 'stateless'], 'ts-stateless') },
   { name: 'nginx-1w', label: 'nginx 1 worker (floor)', stateful: false, start: () => startNginx(1) },
@@ -348,7 +377,7 @@ async function settle() {
 
 function runWrk(server, conns, seconds) {
   const threads = conns >= 2 ? 2 : 1;
-  const args = ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', callLua, server.url];
+  const args = ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', server.lua ?? callLua, server.url];
   const before = cpuMicros(server.child.pid);
   const machine0 = machineMicros();
   const t0 = process.hrtime.bigint();
@@ -378,6 +407,8 @@ function runWrk(server, conns, seconds) {
     });
   });
 }
+
+const picked = (s) => !opt.servers || opt.servers.includes(s.name);
 
 // ---- sections ------------------------------------------------------------------------
 const results = {
@@ -409,7 +440,7 @@ results.machine.loadavg_at_start = os.loadavg().map((x) => Number(x.toFixed(2)))
 
 async function httpSection() {
   const live = [];
-  for (const s of httpServers) {
+  for (const s of httpServers.filter(picked)) {
     try {
       const { child, url } = await s.start();
       s.child = child;
@@ -420,7 +451,7 @@ async function httpSection() {
         const r = await post(url, echoCall(1));
         if (r.body !== nginxBody) throw new Error(`nginx answered ${r.body}`);
       } else {
-        await checkEcho(url, s.sid);
+        await checkEcho(url, s.sid, s.era);
       }
       live.push(s);
       log(`${s.name}: ${url}${s.sid ? ` session ${s.sid}` : ''} (answer checked)`);
@@ -458,7 +489,7 @@ async function httpSection() {
   // otherwise leave numbers that mean nothing.
   for (const s of live) {
     try {
-      if (!s.name.startsWith('nginx')) await checkEcho(s.url, s.sid);
+      if (!s.name.startsWith('nginx')) await checkEcho(s.url, s.sid, s.era);
     } catch (e) {
       results.notes.push(`${s.name} answered wrongly after the load: ${e.message}`);
     }
@@ -762,17 +793,18 @@ async function callgrindSection() {
     { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, args: ['--http', '127.0.0.1:0'] },
     { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
+    { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'nginx', label: 'nginx (one process)', nginx: true },
   ];
   const control = (pid, flag) => spawnSync('callgrind_control', [flag, String(pid)], { encoding: 'utf8' });
-  for (const s of servers) {
+  for (const s of servers.filter(picked)) {
     let started;
     try {
       for (const f of fs.readdirSync(outDir)) if (f.startsWith(`callgrind-${s.name}.`)) fs.rmSync(path.join(outDir, f));
       started = s.nginx ? await startNginx(1, vg(s.name)) : await startPrintingUrl(vg(s.name)[0], [...vg(s.name).slice(1), everythingServer, ...s.args], `callgrind-${s.name}`);
       const server = { ...s, child: started.child, url: started.url };
       server.sid = s.stateful ? await initialize(server.url) : '';
-      if (!s.nginx) await checkEcho(server.url, server.sid);
+      if (!s.nginx) await checkEcho(server.url, server.sid, s.era);
       await runWrk(server, 4, 1);  // warm-up, not counted
       control(server.child.pid, '-z');
       const r = await runWrk(server, 4, opt.quick ? 2 : 3);
@@ -786,6 +818,11 @@ async function callgrindSection() {
       }
       const perRequest = r.requests ? total / r.requests : NaN;
       log(`callgrind ${s.name}: ${r.requests} requests, ${fmtInt(perRequest)} instructions per request (user space)`);
+      // Checked again after the load (the count is already read: this call is not in it).
+      if (!s.nginx) {
+        await checkEcho(server.url, server.sid, s.era).catch((e) =>
+          results.notes.push(`callgrind ${s.name} answered wrongly after the load: ${e.message}`));
+      }
       results.callgrind.push({ server: s.name, label: s.label, requests: r.requests, instructions: total, instructions_per_request: perRequest });
     } catch (e) {
       results.notes.push(`callgrind ${s.name}: ${e.message}`);
@@ -916,6 +953,13 @@ function headline() {
   }
   const ir = (server) => results.callgrind?.find((r) => r.server === server)?.instructions_per_request;
   add('user-space instructions per request vs nginx, JSON mode (callgrind)', ratio(ir('droid-json'), ir('nginx')), '—', () => true);
+  // A 2026-07-28 request carries its version, client info and capabilities in _meta on
+  // every call, where a 2025 stateless one carries none of it: that may cost at most 10%.
+  for (const c of [16, 64]) {
+    add(`2026 stateless JSON vs 2025 stateless JSON, CPU µs/req, ${c} conns`,
+      ratio(row('droid-2026', c)?.cpu_us_per_request.median, row('droid-stateless', c)?.cpu_us_per_request.median), '≤ 1.10×', (v) => v <= 1.1);
+  }
+  add('2026 stateless JSON vs 2025 stateless JSON, instructions/req (callgrind)', ratio(ir('droid-2026'), ir('droid-stateless')), '≤ 1.10×', (v) => v <= 1.1);
   const ex = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.per_second?.median;
   add('exchange calls/s vs plain calls/s, protocol_droid (same client)', ratio(ex('droid-sse', 'summarize'), ex('droid-sse', 'echo')), '—', () => true);
   add('exchange calls/s vs TS SDK', ratio(ex('droid-sse', 'summarize'), ex('ts-sse', 'summarize')), '—', () => true);
@@ -1077,6 +1121,9 @@ async function main() {
     return;
   }
   if (!fs.existsSync(everythingServer)) throw new Error(`${everythingServer} is not built`);
+  for (const n of opt.servers ?? []) {
+    if (n !== 'nginx' && !httpServers.some((s) => s.name === n)) throw new Error(`--servers: no server named ${n}`);
+  }
   const t0 = Date.now();
   const sections = {
     http: httpSection, stdio: stdioSection, exchange: exchangeSection, callgrind: callgrindSection,
