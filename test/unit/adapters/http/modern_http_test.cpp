@@ -410,6 +410,22 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(std::chrono::steady_clock::now() - start < 2s);
   }
 
+  TEST_CASE("in JSON mode too, closing the connection of a running 2026 tools/call cancels it promptly") {
+    // A JSON answer has no stream to close, but the connection is the request's all the
+    // same: a client that gave up must not leave the tool running for nobody.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    {
+      raw_connection c(f.port());
+      c.send(mcp_post(call(1, "slow"), headers("tools/call", "slow")));
+      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+
   TEST_CASE("a listen stream opens with the tagged acknowledgement and carries tagged list changes") {
     // The subscription id in _meta is how a client tells one listen's notifications from
     // another's; the acknowledgement comes first so the client knows what it will get.
@@ -492,34 +508,43 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "late");
   }
 
-  TEST_CASE("a listen client that stops reading is disconnected at the byte cap while others are served") {
-    // Change notifications are produced by the server, not requested one by one: a
-    // client that never reads would otherwise make the server buffer without bound.
+  TEST_CASE("a listen client that stops reading is disconnected at the byte cap, and one that reads keeps its stream") {
+    // Change notifications are produced by the server, not asked for one by one: a
+    // client that never reads would otherwise make the server buffer without bound. The
+    // cap is on what waits for a slow reader, so a client that keeps up is not cut off.
     droid::http::options o;
-    o.max_queued_bytes = 4096;
+    o.max_queued_bytes = 64 * 1024;
     server_fixture f(o);
     raw_connection stalled(f.port());
-    stalled.send(mcp_post(request(1, "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"),
-                          headers("subscriptions/listen")));
-    REQUIRE(eventually([&] { return f.listener->connections() == 1; }));
-    // Fire changes until the server gives up on the stalled client. Loopback socket
-    // buffers hold megabytes, so how many it takes depends on the kernel: bounded by
-    // time and count, not fixed.
+    (void)open_listen(stalled, 1, R"({"toolsListChanged":true})");  // then never read again
+    raw_connection reader(f.port());
+    (void)open_listen(reader, 2, R"({"toolsListChanged":true})");
+    REQUIRE(f.listener->connections() == 2);
+    // Rounds of 200 changes (about 30 KB of events, under the cap) until the server gives
+    // up on the stalled client. Loopback socket buffers hold megabytes, so how many
+    // rounds that takes depends on the kernel: bounded by time and count, not fixed.
     int rounds = 0;
+    bool reader_kept_up = true;
     const bool cut_off = eventually(
         [&] {
-          for (int i = 0; i < 1000; ++i) {
+          for (int i = 0; i < 100; ++i) {
             f.srv.tool("churn", "Comes and goes", [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
             f.srv.remove_tool("churn");
           }
-          return ++rounds > 200 || f.listener->connections() == 0;
+          for (int i = 0; i < 200 && reader_kept_up; ++i)
+            reader_kept_up = reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos;
+          return !reader_kept_up || ++rounds > 2000 || f.listener->connections() == 1;
         },
-        20'000ms);
+        30'000ms);
     CAPTURE(rounds);
     CHECK(cut_off);
-    CHECK(f.listener->connections() == 0);
+    CHECK(reader_kept_up);
+    CHECK(f.listener->connections() == 1);
+    // The reader's stream is still open and still carries changes; requests are served.
+    f.srv.tool("after", "Added after", [](droid::tool_context&) -> droid::task<std::string> { co_return "after"; });
+    CHECK(reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
     raw_connection c(f.port());
-    const http_response r = post(c, call(2, "echo", R"({"text":"still here"})"), headers("tools/call", "echo"));
+    const http_response r = post(c, call(3, "echo", R"({"text":"still here"})"), headers("tools/call", "echo"));
     CHECK(r.status == 200);
     CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "still here");
   }
@@ -536,6 +561,20 @@ TEST_SUITE("adapters/http/modern") {
     // The stream ended: its last chunk, or the connection's close.
     const std::string rest = listen.read_until("0\r\n\r\n");
     CHECK((rest.find("0\r\n\r\n") != std::string::npos || listen.closed_by_peer()));
+  }
+
+  TEST_CASE("in JSON mode a listen is still answered as an event stream") {
+    // A listen's answer is a stream by nature: one JSON document could only come when
+    // the listen ends, so the acknowledgement and every change would never arrive.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection listen(f.port());
+    const std::string head = open_listen(listen, 5, R"({"toolsListChanged":true})");
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(head.find("Content-Type: text/event-stream") != std::string::npos);
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    CHECK(listen.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
   }
 
   TEST_CASE("one listener serves a 2025 session and 2026 requests interleaved, each in its own era's shape") {
