@@ -788,7 +788,9 @@ task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::s
     keep = co_await serve_json(sink, {});
   } else {
     co_await sink->wait_settled();
-    keep = co_await serve_events(sink, {}, false);
+    // A listen stream idles like the 2025 standalone stream it replaces, so it carries
+    // the same keep-alive comments: proxies and client timers would close it otherwise.
+    keep = co_await serve_events(sink, {}, listen);
   }
   std::error_code ignored;
   socket_.cancel(ignored);  // drops the close watch, which holds this connection
