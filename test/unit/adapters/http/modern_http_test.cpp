@@ -450,6 +450,20 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(f.listener->sessions() == 0);
   }
 
+  TEST_CASE("an idle listen stream carries keep-alive comments") {
+    // A listen may stay quiet for hours; without traffic, proxies and client idle timers
+    // close it, and the client silently stops hearing about changes.
+    droid::http::options o;
+    o.keep_alive_interval = 100ms;
+    server_fixture f(o);
+    raw_connection listen(f.port());
+    (void)open_listen(listen, 1, R"({"toolsListChanged":true})");
+    CHECK(listen.read_until(": keep-alive").find(": keep-alive") != std::string::npos);
+    // Still a working stream after it.
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    CHECK(listen.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
+  }
+
   TEST_CASE("a listen for prompts only gets prompt changes and no tool changes") {
     // The filter is the client's promise of what it can handle; sending more wastes its
     // bandwidth and breaks clients that treat unknown notifications as errors.
