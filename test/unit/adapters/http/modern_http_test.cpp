@@ -131,7 +131,8 @@ struct server_fixture {
       if (ec == droid::errc::cancelled) ++slow_cancelled;
       co_return "slept";
     });
-    srv.tool(droid::tool_info{.name = "sampler", .description = "Needs sampling", .required_capabilities = {"sampling"}},
+    srv.tool(droid::tool_info{
+                 .name = "sampler", .description = "Needs sampling", .required_capabilities = {"sampling"}},
              [](droid::tool_context&) -> droid::task<std::string> { co_return "sampled"; });
     srv.tool("route", "Routed by tenant", [](droid::tool_context&, routed_args a) -> droid::task<std::string> {
       co_return a.tenant + ":" + a.text;
@@ -231,8 +232,9 @@ TEST_SUITE("adapters/http/modern") {
     // falling back to initialize.
     server_fixture f;
     raw_connection c(f.port());
-    const auto v = check_refusal(post(c, request(4, "tools/list", {}, meta("{}", "v999")), headers("tools/list", {}, "v999")),
-                                 400, -32022, 4);
+    const http_response r =
+        post(c, request(4, "tools/list", {}, meta("{}", "v999")), headers("tools/list", {}, "v999"));
+    const auto v = check_refusal(r, 400, -32022, 4);
     const auto& data = v.at("error").at("data");
     CHECK(data.at("requested") == "v999");
     bool lists_modern = false;
@@ -320,7 +322,8 @@ TEST_SUITE("adapters/http/modern") {
       CHECK(answer_of(r).at("result").at("tools").as_array().size() == 5);
     }
     const http_response r = post(c, call(2, "echo", R"({"text":"hi"})"),
-                                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name:   \techo \t\r\n");
+                                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                                 "Mcp-Name:   \techo \t\r\n");
     CHECK(r.status == 200);
     CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "hi");
   }
@@ -542,7 +545,8 @@ TEST_SUITE("adapters/http/modern") {
     const bool cut_off = eventually(
         [&] {
           for (int i = 0; i < 100; ++i) {
-            f.srv.tool("churn", "Comes and goes", [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
+            f.srv.tool("churn", "Comes and goes",
+                       [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
             f.srv.remove_tool("churn");
           }
           for (int i = 0; i < 200 && reader_kept_up; ++i)
