@@ -774,11 +774,14 @@ task<bool> connection::handle_stateless(ir::message msg, const std::string_view*
 }
 
 task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::string_view refusal) {
-  const bool json_mode = l_.opts.reply == streaming::json;
+  const bool listen = msg.method() == "subscriptions/listen";
+  // A listen is answered as a stream whatever `options::reply` says: as one JSON document
+  // it could only be sent when the listen ends, and nothing it carries would ever arrive.
+  const bool json_mode = l_.opts.reply == streaming::json && !listen;
   listener::impl::shard& home = home_;
   const ir::request_id key(++home.next_key);
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
-  const bool counted = msg.method() != "subscriptions/listen";
+  const bool counted = !listen;
   if (counted) ++l_.sessionless_answering;
   auto sink = make_sink();
   // No store: a sessionless stream cannot be resumed, and its events carry no ids.
@@ -793,14 +796,17 @@ task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::s
   home.runner->serve(key, std::move(msg), stream, true, std::move(peer));
   // Behind whatever the request's first step queued, as for a session's request.
   asio::post(socket_.get_executor(), [sink] { sink->accept(); });
-  // Watched in both modes: a client that hangs up on a JSON answer cancels too.
+  // The connection is watched in JSON mode too: hanging up is the client's cancellation
+  // whichever way the answer would have come.
   watch_for_close(sink);
   bool keep;
   if (json_mode) {
     keep = co_await serve_json(sink, {});
   } else {
     co_await sink->wait_settled();
-    keep = co_await serve_events(sink, {}, false);
+    // A listen stream idles like the 2025 standalone stream it replaces, so it carries
+    // the same keep-alive comments: proxies and client timers would close it otherwise.
+    keep = co_await serve_events(sink, {}, listen);
   }
   std::error_code ignored;
   socket_.cancel(ignored);  // drops the close watch, which holds this connection

@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// MCP 2026-07-28 requests over Streamable HTTP, end to end over loopback sockets: the
+/// refusals made before anything is served (`_meta`, versions, methods, capabilities,
+/// the SEP-2243 routing headers), sessionless answers beside 2025 sessions on the same
+/// endpoint, cancellation by closing the stream, and `subscriptions/listen` streams.
+#include <droid/adapters/primary/transport/http/http.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
+
+#include <doctest/doctest.h>
+
+#include <droid/application/server/server.hpp>
+
+#include "http_client.hpp"
+
+using droid::test::http_response;
+using droid::test::mcp_post;
+using droid::test::raw_connection;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct text_args {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(text_args, (), (text))
+
+/// A tool argument mirrored into `Mcp-Param-Tenant`.
+struct routed_args {
+  std::string tenant;
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(routed_args, (), (tenant, text))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<routed_args> {
+  static constexpr droid::field_hint fields[] = {{.name = "tenant", .description = "Who pays", .mcp_header = "Tenant"}};
+};
+
+namespace {
+
+constexpr std::string_view modern = "2026-07-28";
+
+/// The `_meta` member every 2026 request carries.
+std::string meta(std::string_view capabilities = "{}", std::string_view version = modern) {
+  return R"("_meta":{"io.modelcontextprotocol/protocolVersion":")" + std::string(version) +
+         R"(","io.modelcontextprotocol/clientCapabilities":)" + std::string(capabilities) + "}";
+}
+
+/// A JSON-RPC request whose params are `members` (without braces) followed by `meta_member`.
+std::string request(int id, std::string_view method, std::string_view members = {},
+                    const std::string& meta_member = meta()) {
+  std::string params = "{";
+  params += members;
+  if (!members.empty() && !meta_member.empty()) params += ',';
+  params += meta_member;
+  params += '}';
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + std::string(method) +
+         R"(","params":)" + params + "}";
+}
+
+/// The headers a well-behaved 2026 client sends with `method` (and `name`, for the
+/// methods that route on one).
+std::string headers(std::string_view method, std::optional<std::string_view> name = std::nullopt,
+                    std::string_view version = modern) {
+  std::string h = "MCP-Protocol-Version: " + std::string(version) + "\r\nMcp-Method: " + std::string(method) + "\r\n";
+  if (name) h += "Mcp-Name: " + std::string(*name) + "\r\n";
+  return h;
+}
+
+std::string call(int id, std::string_view tool, std::string_view arguments = "{}",
+                 std::string_view capabilities = "{}") {
+  return request(id, "tools/call",
+                 R"("name":")" + std::string(tool) + R"(","arguments":)" + std::string(arguments),
+                 meta(capabilities));
+}
+
+/// The JSON-RPC messages carried by an SSE body (or raw stream bytes), parsed.
+std::vector<boost::json::value> sse_messages(const std::string& body) {
+  std::vector<boost::json::value> out;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    if (end > at + 6) out.push_back(boost::json::parse(body.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  return out;
+}
+
+/// Polls `done` until it holds or `limit` passes: for what only real sockets and threads
+/// can show (a connection closed, a tool reached), never a fixed sleep.
+template <class Predicate>
+bool eventually(Predicate done, std::chrono::milliseconds limit = 2000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+/// A listener on an ephemeral loopback port with tools, a prompt and a resource, run on
+/// a thread of its own.
+struct server_fixture {
+  droid::server srv{droid::server_info{.name = "modern-http-test", .version = "1"}};
+  std::unique_ptr<droid::http::listener> listener;
+  std::thread runner;
+  std::atomic<int> slow_started{0};
+  std::atomic<int> slow_cancelled{0};
+
+  explicit server_fixture(droid::http::options opts = {}) {
+    srv.tool("echo", "Echoes", [](droid::tool_context&, text_args a) -> droid::task<droid::tool_result> {
+      co_return droid::tool_result::text(a.text);
+    });
+    srv.tool("slow", "Sleeps until cancelled", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      ++slow_started;
+      const std::error_code ec = co_await ctx.sleep(30s);
+      if (ec == droid::errc::cancelled) ++slow_cancelled;
+      co_return "slept";
+    });
+    srv.tool(droid::tool_info{
+                 .name = "sampler", .description = "Needs sampling", .required_capabilities = {"sampling"}},
+             [](droid::tool_context&) -> droid::task<std::string> { co_return "sampled"; });
+    srv.tool("route", "Routed by tenant", [](droid::tool_context&, routed_args a) -> droid::task<std::string> {
+      co_return a.tenant + ":" + a.text;
+    });
+    srv.tool("ask", "Asks the client's model", [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+      auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
+      if (!answer) co_return droid::tool_result::error(answer.error().message);
+      co_return droid::tool_result::text("answered");
+    });
+    srv.prompt(droid::prompt_info{.name = "greet", .description = "Greets"},
+               [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
+                 co_return droid::prompt_result{};
+               });
+    srv.resource(droid::resource_info{.uri = "test://doc", .name = "doc"},
+                 [](droid::tool_context&) -> droid::task<droid::resource_contents> {
+                   co_return droid::resource_contents::text_of("test://doc", "the doc");
+                 });
+    if (opts.threads == 0) opts.threads = 2;
+    listener = std::make_unique<droid::http::listener>(srv, opts);
+    runner = std::thread([this] { listener->run(); });
+  }
+  ~server_fixture() {
+    listener->stop();
+    runner.join();
+  }
+  [[nodiscard]] std::uint16_t port() const { return listener->port(); }
+};
+
+/// Sends one POST and reads its whole response.
+http_response post(raw_connection& c, const std::string& body, const std::string& extra) {
+  c.send(mcp_post(body, extra));
+  auto r = c.read_response();
+  REQUIRE(r);
+  return *r;
+}
+
+/// The one JSON-RPC message of a response: a JSON document, or an event stream's last.
+boost::json::value answer_of(const http_response& r) {
+  const std::string* type = r.header("content-type");
+  REQUIRE(type);
+  if (*type == "application/json") return boost::json::parse(r.body);
+  const auto messages = sse_messages(r.body);
+  REQUIRE_FALSE(messages.empty());
+  return messages.back();
+}
+
+/// Checks that `r` is a refusal: `status`, one JSON document, error `code`, id `id`.
+boost::json::value check_refusal(const http_response& r, int status, int code, int id) {
+  CHECK(r.status == status);
+  REQUIRE(r.header("content-type"));
+  CHECK(*r.header("content-type") == "application/json");
+  const boost::json::value v = boost::json::parse(r.body);
+  CHECK(v.at("id") == id);
+  CHECK(v.at("error").at("code") == code);
+  return v;
+}
+
+/// Opens a listen stream on `c` for `filter` and returns the raw bytes up to the end of
+/// its acknowledgement event.
+std::string open_listen(raw_connection& c, int id, std::string_view filter) {
+  c.send(mcp_post(request(id, "subscriptions/listen", R"("notifications":)" + std::string(filter)),
+                  headers("subscriptions/listen")));
+  std::string raw = c.read_until("notifications/subscriptions/acknowledged");
+  raw += c.read_until("\n\n");
+  return raw;
+}
+
+}  // namespace
+
+TEST_SUITE("adapters/http/modern") {
+  TEST_CASE("a 2026 request without _meta, its protocolVersion or its clientCapabilities is 400 with -32602") {
+    // These replace initialize: without them the server does not know whom it serves,
+    // so nothing may run, and the client must learn which request was wrong (its id).
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string no_version =
+        R"("_meta":{"io.modelcontextprotocol/clientCapabilities":{}})";
+    const std::string no_capabilities = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"})";
+    check_refusal(post(c, request(1, "tools/list", {}, ""), headers("tools/list")), 400, -32602, 1);
+    check_refusal(post(c, request(2, "tools/list", {}, no_version), headers("tools/list")), 400, -32602, 2);
+    check_refusal(post(c, request(3, "tools/list", {}, no_capabilities), headers("tools/list")), 400, -32602, 3);
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a header version other than _meta's is 400 with -32020, even when _meta's is unknown") {
+    // Which of the two to believe is the question; an intermediary may have routed on
+    // the header, so the mismatch is reported before the version is judged.
+    server_fixture f;
+    raw_connection c(f.port());
+    check_refusal(post(c, request(1, "tools/list"), headers("tools/list", {}, "2025-11-25")), 400, -32020, 1);
+    check_refusal(post(c, request(2, "tools/list", {}, meta("{}", "v999.0.0")), headers("tools/list")), 400, -32020,
+                  2);
+  }
+
+  TEST_CASE("a version the server does not speak is 400 with -32022 listing the supported versions") {
+    // data.supported lets the client retry with a version both speak instead of
+    // falling back to initialize.
+    server_fixture f;
+    raw_connection c(f.port());
+    const http_response r =
+        post(c, request(4, "tools/list", {}, meta("{}", "v999")), headers("tools/list", {}, "v999"));
+    const auto v = check_refusal(r, 400, -32022, 4);
+    const auto& data = v.at("error").at("data");
+    CHECK(data.at("requested") == "v999");
+    bool lists_modern = false;
+    for (const auto& s : data.at("supported").as_array()) lists_modern = lists_modern || s == "2026-07-28";
+    CHECK(lists_modern);
+  }
+
+  TEST_CASE("a 2026 request without MCP-Protocol-Version is 400 with -32020") {
+    // The header is what an intermediary routes on; a body claiming 2026 without it is
+    // a mismatch, not a guess to be made.
+    server_fixture f;
+    raw_connection c(f.port());
+    check_refusal(post(c, request(5, "tools/list"), "Mcp-Method: tools/list\r\n"), 400, -32020, 5);
+  }
+
+  TEST_CASE("methods that 2026-07-28 does not have are 404 with -32601") {
+    // ping, initialize, logging/setLevel and resources/subscribe belong to sessions; a
+    // 404 tells a client that it reached a server which speaks 2026 and lacks them.
+    server_fixture f;
+    raw_connection c(f.port());
+    int id = 10;
+    for (const char* method : {"ping", "initialize", "logging/setLevel", "resources/subscribe", "no/such"}) {
+      CAPTURE(method);
+      check_refusal(post(c, request(id, method), headers(method)), 404, -32601, id);
+      ++id;
+    }
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a tool needing a capability the request lacks is 400 with -32021 naming it, and served when declared") {
+    // The tool would fail half-way (it cannot ask for sampling); refusing up front says
+    // exactly what the client must declare.
+    server_fixture f;
+    raw_connection c(f.port());
+    const auto v = check_refusal(post(c, call(6, "sampler"), headers("tools/call", "sampler")), 400, -32021, 6);
+    CHECK(v.at("error").at("data").at("requiredCapabilities") == boost::json::parse(R"({"sampling":{}})"));
+    const http_response ok = post(c, call(7, "sampler", "{}", R"({"sampling":{}})"), headers("tools/call", "sampler"));
+    CHECK(ok.status == 200);
+    CHECK(answer_of(ok).at("result").at("content").at(0).at("text") == "sampled");
+  }
+
+  TEST_CASE("an Mcp-Method that is missing, different or in another letter case is 400 with -32020") {
+    // A gateway that admitted one method must not see another run; JSON-RPC method
+    // names are case-sensitive, so TOOLS/LIST is another method.
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string version = "MCP-Protocol-Version: 2026-07-28\r\n";
+    check_refusal(post(c, request(1, "tools/list"), version), 400, -32020, 1);
+    check_refusal(post(c, request(2, "tools/list"), version + "Mcp-Method: prompts/list\r\n"), 400, -32020, 2);
+    check_refusal(post(c, request(3, "tools/list"), version + "Mcp-Method: TOOLS/LIST\r\n"), 400, -32020, 3);
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("an Mcp-Name that is missing or names something else is 400 with -32020") {
+    // `Mcp-Name: echo` admitted by a filter must not run `slow`; the same holds for
+    // prompts (params.name) and resources (params.uri).
+    server_fixture f;
+    raw_connection c(f.port());
+    check_refusal(post(c, call(1, "slow"), headers("tools/call", "echo")), 400, -32020, 1);
+    check_refusal(post(c, call(2, "slow"), headers("tools/call")), 400, -32020, 2);
+    check_refusal(post(c, request(3, "prompts/get", R"("name":"greet")"), headers("prompts/get", "other")), 400,
+                  -32020, 3);
+    check_refusal(post(c, request(4, "prompts/get", R"("name":"greet")"), headers("prompts/get")), 400, -32020, 4);
+    check_refusal(post(c, request(5, "resources/read", R"("uri":"test://doc")"), headers("resources/read", "test://x")),
+                  400, -32020, 5);
+    check_refusal(post(c, request(6, "resources/read", R"("uri":"test://doc")"), headers("resources/read")), 400,
+                  -32020, 6);
+    CHECK(f.slow_started == 0);
+    const http_response read =
+        post(c, request(7, "resources/read", R"("uri":"test://doc")"), headers("resources/read", "test://doc"));
+    CHECK(read.status == 200);
+    CHECK(answer_of(read).at("result").at("contents").at(0).at("text") == "the doc");
+  }
+
+  TEST_CASE("routing header names match in any letter case, and whitespace around Mcp-Name is not part of it") {
+    // HTTP field names are case-insensitive and field values carry optional whitespace;
+    // proxies rewrite both, so neither may turn a valid request into a mismatch.
+    server_fixture f;
+    raw_connection c(f.port());
+    for (const char* h : {"mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/list\r\n",
+                          "MCP-PROTOCOL-VERSION: 2026-07-28\r\nMCP-METHOD: tools/list\r\n"}) {
+      CAPTURE(h);
+      const http_response r = post(c, request(1, "tools/list"), h);
+      CHECK(r.status == 200);
+      CHECK(answer_of(r).at("result").at("tools").as_array().size() == 5);
+    }
+    const http_response r = post(c, call(2, "echo", R"({"text":"hi"})"),
+                                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                                 "Mcp-Name:   \techo \t\r\n");
+    CHECK(r.status == 200);
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "hi");
+  }
+
+  TEST_CASE("an x-mcp-header argument must be mirrored in its Mcp-Param header, plainly or as strict base64") {
+    // A gateway filtering on Mcp-Param-Tenant must see the tenant the tool will see:
+    // a missing header while the body has the value, or one that cannot be decoded, is
+    // refused; the =?base64?...?= form is how non-ASCII values travel.
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string args = R"({"tenant":"Hello","text":"x"})";
+    const std::string base = headers("tools/call", "route");
+    check_refusal(post(c, call(1, "route", args), base), 400, -32020, 1);
+    check_refusal(post(c, call(2, "route", args), base + "Mcp-Param-Tenant: Other\r\n"), 400, -32020, 2);
+    http_response r = post(c, call(3, "route", args), base + "Mcp-Param-Tenant: Hello\r\n");
+    CHECK(r.status == 200);
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "Hello:x");
+    r = post(c, call(4, "route", args), base + "Mcp-Param-Tenant: =?base64?SGVsbG8=?=\r\n");
+    CHECK(r.status == 200);
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "Hello:x");
+    // Unpadded, and outside the alphabet.
+    check_refusal(post(c, call(5, "route", args), base + "Mcp-Param-Tenant: =?base64?SGVsbG8?=\r\n"), 400, -32020, 5);
+    check_refusal(post(c, call(6, "route", args), base + "Mcp-Param-Tenant: =?base64?SGV*bG8=?=\r\n"), 400, -32020, 6);
+  }
+
+  TEST_CASE("server/discover is answered with resultType and the server's identity, and mints no session") {
+    // Discovery is how a 2026 client learns what it talks to before anything else;
+    // the identity rides in _meta because there is no initialize result any more.
+    server_fixture f;
+    raw_connection c(f.port());
+    const http_response r = post(c, request(1, "server/discover"), headers("server/discover"));
+    CHECK(r.status == 200);
+    CHECK_FALSE(r.header("mcp-session-id"));
+    const auto v = answer_of(r);
+    CHECK(v.at("id") == 1);
+    CHECK(v.at("result").at("resultType") == "complete");
+    CHECK(v.at("result").at("_meta").at("io.modelcontextprotocol/serverInfo").at("name") == "modern-http-test");
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a 2026 tools/call is an event stream with no event ids, no priming event and no session id") {
+    // 2026 streams are not resumable, so ids and a priming event would promise what the
+    // server cannot keep; X-Accel-Buffering keeps nginx from holding events back.
+    server_fixture f;
+    raw_connection c(f.port());
+    const http_response r = post(c, call(1, "echo", R"({"text":"now"})"), headers("tools/call", "echo"));
+    CHECK(r.status == 200);
+    REQUIRE(r.header("content-type"));
+    CHECK(*r.header("content-type") == "text/event-stream");
+    REQUIRE(r.header("x-accel-buffering"));
+    CHECK(*r.header("x-accel-buffering") == "no");
+    CHECK_FALSE(r.header("mcp-session-id"));
+    CHECK(r.body.find("id: ") == std::string::npos);
+    CHECK(r.body.find("retry:") == std::string::npos);
+    const auto messages = sse_messages(r.body);
+    REQUIRE(messages.size() == 1);
+    CHECK(messages[0].at("result").at("resultType") == "complete");
+    CHECK(messages[0].at("result").at("content").at(0).at("text") == "now");
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a 2026 request carrying an Mcp-Session-Id is served, and no session is minted or echoed") {
+    // A client migrating from 2025 may keep sending the header; the spec says ignore it,
+    // so a stale or invented id must neither fail the request nor create state.
+    server_fixture f;
+    raw_connection c(f.port());
+    const http_response r = post(c, call(1, "echo", R"({"text":"s"})"),
+                                 headers("tools/call", "echo") + "Mcp-Session-Id: Zm9vYmFyYmF6cXV1eGNvcmdl\r\n");
+    CHECK(r.status == 200);
+    CHECK_FALSE(r.header("mcp-session-id"));
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "s");
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("closing the connection of a running 2026 tools/call cancels it promptly") {
+    // On HTTP the closed stream is the only cancellation a 2026 client sends; a tool
+    // left running would hold its resources for nobody.
+    server_fixture f;
+    {
+      raw_connection c(f.port());
+      c.send(mcp_post(call(1, "slow"), headers("tools/call", "slow")));
+      CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+
+  TEST_CASE("in JSON mode too, closing the connection of a running 2026 tools/call cancels it promptly") {
+    // A JSON answer has no stream to close, but the connection is the request's all the
+    // same: a client that gave up must not leave the tool running for nobody.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    {
+      raw_connection c(f.port());
+      c.send(mcp_post(call(1, "slow"), headers("tools/call", "slow")));
+      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+
+  TEST_CASE("a listen stream opens with the tagged acknowledgement and carries tagged list changes") {
+    // The subscription id in _meta is how a client tells one listen's notifications from
+    // another's; the acknowledgement comes first so the client knows what it will get.
+    server_fixture f;
+    raw_connection listen(f.port());
+    const std::string head = open_listen(listen, 41, R"({"toolsListChanged":true})");
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(head.find("X-Accel-Buffering: no") != std::string::npos);
+    const auto ack = sse_messages(head);
+    REQUIRE(ack.size() == 1);
+    CHECK(ack[0].at("method") == "notifications/subscriptions/acknowledged");
+    CHECK(ack[0].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == 41);
+    CHECK(ack[0].at("params").at("notifications").at("toolsListChanged") == true);
+
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    std::string raw = listen.read_until("tools/list_changed");
+    raw += listen.read_until("\n\n");
+    const auto changed = sse_messages(raw);
+    REQUIRE(changed.size() == 1);
+    CHECK(changed[0].at("method") == "notifications/tools/list_changed");
+    CHECK(changed[0].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == 41);
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("an idle listen stream carries keep-alive comments") {
+    // A listen may stay quiet for hours; without traffic, proxies and client idle timers
+    // close it, and the client silently stops hearing about changes.
+    droid::http::options o;
+    o.keep_alive_interval = 100ms;
+    server_fixture f(o);
+    raw_connection listen(f.port());
+    (void)open_listen(listen, 1, R"({"toolsListChanged":true})");
+    CHECK(listen.read_until(": keep-alive").find(": keep-alive") != std::string::npos);
+    // Still a working stream after it.
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    CHECK(listen.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
+  }
+
+  TEST_CASE("a listen for prompts only gets prompt changes and no tool changes") {
+    // The filter is the client's promise of what it can handle; sending more wastes its
+    // bandwidth and breaks clients that treat unknown notifications as errors.
+    server_fixture f;
+    raw_connection listen(f.port());
+    const auto ack = sse_messages(open_listen(listen, 42, R"({"promptsListChanged":true})"));
+    REQUIRE(ack.size() == 1);
+    CHECK_FALSE(ack[0].at("params").at("notifications").as_object().contains("toolsListChanged"));
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    // Forwarded in the order they happen: the prompt change comes after the tool change
+    // would have, so its arrival shows the tool change was not sent.
+    f.srv.prompt(droid::prompt_info{.name = "later", .description = "Added later"},
+                 [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
+                   co_return droid::prompt_result{};
+                 });
+    std::string raw = listen.read_until("prompts/list_changed");
+    raw += listen.read_until("\n\n");
+    CHECK(raw.find("tools/list_changed") == std::string::npos);
+    const auto changed = sse_messages(raw);
+    REQUIRE(changed.size() == 1);
+    CHECK(changed[0].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == 42);
+  }
+
+  TEST_CASE("two concurrent listen streams both receive a change, each tagged with its own id") {
+    // Listeners are independent requests: one must not steal or suppress the other's
+    // notifications.
+    server_fixture f;
+    raw_connection a(f.port()), b(f.port());
+    (void)open_listen(a, 1, R"({"toolsListChanged":true})");
+    (void)open_listen(b, 2, R"({"toolsListChanged":true})");
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    int expected = 1;
+    for (raw_connection* c : {&a, &b}) {
+      std::string raw = c->read_until("tools/list_changed");
+      raw += c->read_until("\n\n");
+      const auto changed = sse_messages(raw);
+      REQUIRE(changed.size() == 1);
+      CHECK(changed[0].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == expected++);
+    }
+  }
+
+  TEST_CASE("closing a listen connection ends the listen, and the listener goes on serving") {
+    // A listen is open until the client leaves; its leaving must free the connection
+    // and leave nothing that later changes would trip over.
+    server_fixture f;
+    {
+      raw_connection listen(f.port());
+      (void)open_listen(listen, 1, R"({"toolsListChanged":true})");
+      CHECK(f.listener->connections() == 1);
+    }
+    CHECK(eventually([&] { return f.listener->connections() == 0; }));
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    raw_connection c(f.port());
+    const http_response r = post(c, call(2, "late"), headers("tools/call", "late"));
+    CHECK(r.status == 200);
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "late");
+  }
+
+  TEST_CASE("a listen client that stops reading is disconnected at the byte cap, and one that reads keeps its stream") {
+    // Change notifications are produced by the server, not asked for one by one: a
+    // client that never reads would otherwise make the server buffer without bound. The
+    // cap is on what waits for a slow reader, so a client that keeps up is not cut off.
+    droid::http::options o;
+    o.max_queued_bytes = 64 * 1024;
+    server_fixture f(o);
+    raw_connection stalled(f.port());
+    (void)open_listen(stalled, 1, R"({"toolsListChanged":true})");  // then never read again
+    raw_connection reader(f.port());
+    (void)open_listen(reader, 2, R"({"toolsListChanged":true})");
+    REQUIRE(f.listener->connections() == 2);
+    // Rounds of 200 changes (about 30 KB of events, under the cap) until the server gives
+    // up on the stalled client. Loopback socket buffers hold megabytes, so how many
+    // rounds that takes depends on the kernel: bounded by time and count, not fixed.
+    int rounds = 0;
+    bool reader_kept_up = true;
+    const bool cut_off = eventually(
+        [&] {
+          for (int i = 0; i < 100; ++i) {
+            f.srv.tool("churn", "Comes and goes",
+                       [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
+            f.srv.remove_tool("churn");
+          }
+          for (int i = 0; i < 200 && reader_kept_up; ++i)
+            reader_kept_up = reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos;
+          return !reader_kept_up || ++rounds > 2000 || f.listener->connections() == 1;
+        },
+        30'000ms);
+    CAPTURE(rounds);
+    CHECK(cut_off);
+    CHECK(reader_kept_up);
+    CHECK(f.listener->connections() == 1);
+    // The reader's stream is still open and still carries changes; requests are served.
+    f.srv.tool("after", "Added after", [](droid::tool_context&) -> droid::task<std::string> { co_return "after"; });
+    CHECK(reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
+    raw_connection c(f.port());
+    const http_response r = post(c, call(3, "echo", R"({"text":"still here"})"), headers("tools/call", "echo"));
+    CHECK(r.status == 200);
+    CHECK(answer_of(r).at("result").at("content").at(0).at("text") == "still here");
+  }
+
+  TEST_CASE("stop ends open listen streams and run returns") {
+    // A listen never ends by itself; a graceful stop that waited for it would never
+    // finish.
+    auto f = std::make_unique<server_fixture>();
+    raw_connection listen(f->port());
+    (void)open_listen(listen, 1, R"({"toolsListChanged":true})");
+    const auto start = std::chrono::steady_clock::now();
+    f.reset();  // stop() and join
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
+    // The stream ended: its last chunk, or the connection's close.
+    const std::string rest = listen.read_until("0\r\n\r\n");
+    CHECK((rest.find("0\r\n\r\n") != std::string::npos || listen.closed_by_peer()));
+  }
+
+  TEST_CASE("in JSON mode a listen is still answered as an event stream") {
+    // A listen's answer is a stream by nature: one JSON document could only come when
+    // the listen ends, so the acknowledgement and every change would never arrive.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection listen(f.port());
+    const std::string head = open_listen(listen, 5, R"({"toolsListChanged":true})");
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(head.find("Content-Type: text/event-stream") != std::string::npos);
+    f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    CHECK(listen.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
+  }
+
+  TEST_CASE("one listener serves a 2025 session and 2026 requests interleaved, each in its own era's shape") {
+    // Both eras share the endpoint and the connections: a client library upgrading one
+    // request at a time, or a proxy pooling connections, sends them mixed.
+    server_fixture f;
+    raw_connection c(f.port());
+    const http_response init = post(
+        c,
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})",
+        {});
+    REQUIRE(init.status == 200);
+    REQUIRE(init.header("mcp-session-id"));
+    const std::string session =
+        "Mcp-Session-Id: " + *init.header("mcp-session-id") + "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
+    const auto old_call = [](int id, const std::string& text) {
+      return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+             R"(,"method":"tools/call","params":{"name":"echo","arguments":{"text":")" + text + R"("}}})";
+    };
+    std::atomic<int> wrong{0};
+    const auto client = [&](int base) {
+      raw_connection conn(f.port());
+      for (int i = 0; i < 20; ++i) {
+        const std::string text = std::to_string(base + i);
+        // The same keep-alive connection carries both eras, alternately.
+        conn.send(mcp_post(old_call(base + i, text), session));
+        auto r = conn.read_response();
+        if (!r || r->status != 200 || r->header("mcp-session-id")) {
+          ++wrong;
+          continue;
+        }
+        const auto old_answer = sse_messages(r->body).back();
+        if (old_answer.at("id") != base + i || old_answer.at("result").as_object().contains("resultType") ||
+            old_answer.at("result").at("content").at(0).at("text") != boost::json::value(text))
+          ++wrong;
+        conn.send(mcp_post(call(base + i, "echo", R"({"text":")" + text + R"("})"), headers("tools/call", "echo")));
+        r = conn.read_response();
+        if (!r || r->status != 200 || r->header("mcp-session-id")) {
+          ++wrong;
+          continue;
+        }
+        const auto new_answer = sse_messages(r->body).back();
+        if (new_answer.at("id") != base + i || new_answer.at("result").at("resultType") != "complete" ||
+            new_answer.at("result").at("content").at(0).at("text") != boost::json::value(text))
+          ++wrong;
+      }
+    };
+    std::thread first(client, 100), second(client, 200);
+    client(300);
+    first.join();
+    second.join();
+    CHECK(wrong == 0);
+    CHECK(f.listener->sessions() == 1);
+    // The session still answers in its own era on its first connection.
+    const auto last = answer_of(post(c, old_call(9, "end"), session));
+    CHECK_FALSE(last.at("result").as_object().contains("resultType"));
+  }
+
+  TEST_CASE("stateless 2025 mode answers initialize with JSON and no session, and serves the header's version") {
+    // A stateless deployment behind a load balancer keeps nothing between requests, so
+    // nothing may be minted; an exchange cannot find its way back and is refused by name.
+    droid::http::options o;
+    o.stateless = true;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const http_response init = post(
+        c,
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})",
+        {});
+    CHECK(init.status == 200);
+    REQUIRE(init.header("content-type"));
+    CHECK(*init.header("content-type") == "application/json");
+    CHECK_FALSE(init.header("mcp-session-id"));
+    CHECK(boost::json::parse(init.body).at("result").at("protocolVersion") == "2025-11-25");
+    CHECK(f.listener->sessions() == 0);
+
+    const std::string v = "MCP-Protocol-Version: 2025-06-18\r\n";
+    const auto echoed = answer_of(post(
+        c, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"st"}}})", v));
+    CHECK(echoed.at("result").at("content").at(0).at("text") == "st");
+    CHECK_FALSE(echoed.at("result").as_object().contains("resultType"));
+    const auto asked =
+        answer_of(post(c, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask"}})", v));
+    CHECK(asked.at("result").at("isError") == true);
+    CHECK(std::string(asked.at("result").at("content").at(0).at("text").as_string()).find("stateless") !=
+          std::string::npos);
+    // A 2026 request is served beside them, in its own shape.
+    const auto discovered = answer_of(post(c, request(3, "server/discover"), headers("server/discover")));
+    CHECK(discovered.at("result").at("resultType") == "complete");
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("in JSON mode a 2026 request is answered with one application/json document") {
+    // Clients and gateways that cannot read event streams get the result as one
+    // document, in the same 2026 shape.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const http_response r = post(c, call(1, "echo", R"({"text":"doc"})"), headers("tools/call", "echo"));
+    CHECK(r.status == 200);
+    REQUIRE(r.header("content-type"));
+    CHECK(*r.header("content-type") == "application/json");
+    CHECK_FALSE(r.header("mcp-session-id"));
+    const auto v = boost::json::parse(r.body);
+    CHECK(v.at("id") == 1);
+    CHECK(v.at("result").at("resultType") == "complete");
+    CHECK(v.at("result").at("content").at(0).at("text") == "doc");
+    CHECK(f.listener->sessions() == 0);
+  }
+}
