@@ -163,14 +163,15 @@ bool dispatcher::serves(const server& srv, std::string_view method, protocol_rev
   return is_served(srv, kind_of(method), revision);
 }
 
-std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, ir::raw_json params,
+std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, const ir::json_node* params,
                                                       request_scope scope) {
   const method_kind kind = kind_of(method);
   if (!is_served(server_, kind, scope.peer.revision))
     return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
-  if (params.present() && params.kind != ir::json_kind::object && params.kind != ir::json_kind::null)
+  if (params && params->kind() == ir::json_node::type::null) params = nullptr;
+  if (params && params->kind() != ir::json_node::type::object)
     return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");
   switch (kind) {
     case method_kind::ping: return reply::ok("{}");
@@ -193,15 +194,17 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, i
 namespace {
 
 /// The cursor of a list request, decoded into the key the next page starts at.
-bool read_cursor(ir::raw_json params, std::string& from) {
-  if (params.kind != ir::json_kind::object) return true;
-  bool bad = false;
-  const std::error_code ec = ir::visit_json(params.text, [&](const ir::json_node& p) {
-    ir::json_node cursor;
-    if (!p.find("cursor", cursor) || cursor.kind() == ir::json_node::type::null) return;
-    bad = cursor.kind() != ir::json_node::type::string || !decode_cursor(cursor.string(), from);
-  });
-  return !ec && !bad;
+bool read_cursor(const ir::json_node* params, std::string& from) {
+  ir::json_node cursor;
+  if (!params || !params->find("cursor", cursor) || cursor.kind() == ir::json_node::type::null) return true;
+  return cursor.kind() == ir::json_node::type::string && decode_cursor(cursor.string(), from);
+}
+
+/// The string member `key` of `params`, if it has one.
+std::optional<std::string> string_of(const ir::json_node* params, std::string_view key) {
+  ir::json_node v;
+  if (!params || !params->find(key, v) || v.kind() != ir::json_node::type::string) return std::nullopt;
+  return std::string(v.string());
 }
 
 /// `{"<member>":[...listings...],"nextCursor":...}`, each listing as `peer`'s revision
@@ -263,7 +266,7 @@ reply dispatcher::discover(const request_scope& scope) {
   return reply::ok(std::move(text));
 }
 
-reply dispatcher::list_tools(ir::raw_json params, const request_scope& scope) {
+reply dispatcher::list_tools(const ir::json_node* params, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
@@ -271,7 +274,7 @@ reply dispatcher::list_tools(ir::raw_json params, const request_scope& scope) {
   return reply::ok(page_json("tools", page, next, scope.peer, server_.options().cache.tools));
 }
 
-reply dispatcher::list_resources(ir::raw_json params, bool templates, const request_scope& scope) {
+reply dispatcher::list_resources(const ir::json_node* params, bool templates, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
@@ -281,8 +284,8 @@ reply dispatcher::list_resources(ir::raw_json params, bool templates, const requ
                              templates ? cache.resource_templates : cache.resources));
 }
 
-std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, request_scope& scope) {
-  const std::optional<std::string> uri = ir::string_member(params, "uri");
+std::variant<reply, task<reply>> dispatcher::read_resource(const ir::json_node* params, request_scope& scope) {
+  const std::optional<std::string> uri = string_of(params, "uri");
   if (!uri) return reply::error(ir::errc::invalid_params, "Invalid params: uri must be a string");
   uri_template::value_map variables;
   auto entry = server_.find_resource(*uri, variables);
@@ -307,7 +310,7 @@ std::variant<reply, task<reply>> dispatcher::read_resource(ir::raw_json params, 
   return run_read(std::move(entry), std::move(work), std::move(hint));
 }
 
-reply dispatcher::list_prompts(ir::raw_json params, const request_scope& scope) {
+reply dispatcher::list_prompts(const ir::json_node* params, const request_scope& scope) {
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
@@ -348,12 +351,12 @@ task<reply> run_completer(completer_fn fn, task<std::vector<std::string>> work) 
 
 }  // namespace
 
-std::variant<reply, task<reply>> dispatcher::get_prompt(ir::raw_json params, request_scope& scope) {
+std::variant<reply, task<reply>> dispatcher::get_prompt(const ir::json_node* params, request_scope& scope) {
   std::optional<std::string> name;
   prompt_arguments args;
   bool bad_arguments = false;
-  if (params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+  if (params) {
+    [&](const ir::json_node& p) {
       ir::json_node n, a;
       if (p.find("name", n) && n.kind() == ir::json_node::type::string) name = std::string(n.string());
       if (p.find("arguments", a) && a.kind() != ir::json_node::type::null) {
@@ -366,7 +369,7 @@ std::variant<reply, task<reply>> dispatcher::get_prompt(ir::raw_json params, req
           else bad_arguments = true;
         });
       }
-    });
+    }(*params);
   }
   if (!name) return reply::error(ir::errc::invalid_params, "Invalid params: name must be a string");
   if (bad_arguments) return reply::error(ir::errc::invalid_params, "Invalid params: prompt arguments must be strings");
@@ -385,12 +388,12 @@ std::variant<reply, task<reply>> dispatcher::get_prompt(ir::raw_json params, req
   return run_prompt(std::move(entry), std::move(work));
 }
 
-std::variant<reply, task<reply>> dispatcher::complete(ir::raw_json params, request_scope& scope) {
+std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* params, request_scope& scope) {
   std::string ref_type, ref, argument;
   completion_request request;
   bool ok = false;
-  if (params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+  if (params) {
+    [&](const ir::json_node& p) {
       ir::json_node r, t, n, a, an, av, ctx, ctx_args;
       if (!p.find("ref", r) || !r.find("type", t) || t.kind() != ir::json_node::type::string) return;
       ref_type = std::string(t.string());
@@ -405,7 +408,7 @@ std::variant<reply, task<reply>> dispatcher::complete(ir::raw_json params, reque
           if (v.kind() == ir::json_node::type::string) request.context.emplace(std::string(k), std::string(v.string()));
         });
       ok = true;
-    });
+    }(*params);
   }
   if (!ok)
     return reply::error(ir::errc::invalid_params,
@@ -426,14 +429,10 @@ std::variant<reply, task<reply>> dispatcher::complete(ir::raw_json params, reque
   return run_completer(std::move(fn), std::move(work));
 }
 
-std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, request_scope& scope) {
-  if (params.kind != ir::json_kind::object)
-    return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
+std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* params, request_scope& scope) {
+  if (!params) return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
   std::optional<std::variant<reply, task<reply>>> outcome;
-  std::string_view detail;
-  const std::error_code ec = ir::visit_json(
-      params.text,
-      [&](const ir::json_node& p) {
+  [&](const ir::json_node& p) {
         ir::json_node name;
         if (!p.find("name", name) || name.kind() != ir::json_node::type::string) {
           outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
@@ -466,9 +465,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(ir::raw_json params, requ
           work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
         }
         outcome = run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members());
-      },
-      &detail);
-  if (ec) return reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(detail));
+  }(*params);
   return std::move(*outcome);
 }
 

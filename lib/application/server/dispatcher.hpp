@@ -22,6 +22,7 @@
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/errc.hpp>
+#include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>
 
 namespace droid::detail {
@@ -74,7 +75,13 @@ class dispatcher {
   /// Handles `method`: an immediate reply, or a task that computes one (tools). The task
   /// never throws: a tool's exception becomes its `isError` result. What a method
   /// answers, and which methods exist, follow `scope.peer.revision`.
-  [[nodiscard]] std::variant<reply, task<reply>> dispatch(std::string_view method, ir::raw_json params,
+  ///
+  /// `params` is the request's parsed `params` (null when absent or `null`), valid for
+  /// this call only: a handler reads what it needs now (a tool's arguments are decoded
+  /// here) and its task keeps values, never nodes. Why parsed by the caller: the runner
+  /// (or a transport that read the params for checks of its own) parses them once for
+  /// everything, instead of each handler parsing the text again.
+  [[nodiscard]] std::variant<reply, task<reply>> dispatch(std::string_view method, const ir::json_node* params,
                                                           request_scope scope);
 
   /// True when this server serves `method` to a client of `revision` now: the method
@@ -84,14 +91,14 @@ class dispatcher {
   [[nodiscard]] static bool serves(const server& srv, std::string_view method, protocol_revision revision);
 
  private:
-  reply list_tools(ir::raw_json params, const request_scope& scope);
-  reply list_resources(ir::raw_json params, bool templates, const request_scope& scope);
-  reply list_prompts(ir::raw_json params, const request_scope& scope);
+  reply list_tools(const ir::json_node* params, const request_scope& scope);
+  reply list_resources(const ir::json_node* params, bool templates, const request_scope& scope);
+  reply list_prompts(const ir::json_node* params, const request_scope& scope);
   reply discover(const request_scope& scope);
-  std::variant<reply, task<reply>> get_prompt(ir::raw_json params, request_scope& scope);
-  std::variant<reply, task<reply>> complete(ir::raw_json params, request_scope& scope);
-  std::variant<reply, task<reply>> read_resource(ir::raw_json params, request_scope& scope);
-  std::variant<reply, task<reply>> call_tool(ir::raw_json params, request_scope& scope);
+  std::variant<reply, task<reply>> get_prompt(const ir::json_node* params, request_scope& scope);
+  std::variant<reply, task<reply>> complete(const ir::json_node* params, request_scope& scope);
+  std::variant<reply, task<reply>> read_resource(const ir::json_node* params, request_scope& scope);
+  std::variant<reply, task<reply>> call_tool(const ir::json_node* params, request_scope& scope);
 
   server& server_;
 };

@@ -122,14 +122,14 @@ task<reply> run_listen(server& srv, std::shared_ptr<subscription> sub, request_c
 
 }  // namespace
 
-std::variant<reply, task<reply>> listen(server& srv, ir::raw_json params, request_channel& channel,
+std::variant<reply, task<reply>> listen(server& srv, const ir::json_node* params, request_channel& channel,
                                         const ir::request_id& id, std::stop_token stop,
                                         const asio::any_io_executor& executor) {
   filter f;
   bool ok = false;
   bool bad_uri = false;
-  if (params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+  if (params) {
+    [&](const ir::json_node& p) {
       ir::json_node n, v;
       if (!p.find("notifications", n) || n.kind() != ir::json_node::type::object) return;
       ok = true;
@@ -149,7 +149,7 @@ std::variant<reply, task<reply>> listen(server& srv, ir::raw_json params, reques
           else bad_uri = true;
         });
       }
-    });
+    }(*params);
   }
   if (!ok)
     return reply::error(ir::errc::invalid_params,

@@ -27,9 +27,10 @@ namespace droid::detail {
 /// `channel`, then forwards every matching change until `stop` is requested (the client
 /// closed the stream or sent `notifications/cancelled`, or the server is stopping).
 ///
-/// Lifetime: `channel` and `id` belong to the request's record, which outlives the task.
+/// Lifetime: `channel` and `id` belong to the request's record, which outlives the task;
+/// `params` is read during the call only.
 /// Errors: `invalid_params` when `notifications` is missing or not a filter object.
-[[nodiscard]] std::variant<reply, task<reply>> listen(server& srv, ir::raw_json params, request_channel& channel,
+[[nodiscard]] std::variant<reply, task<reply>> listen(server& srv, const ir::json_node* params, request_channel& channel,
                                                       const ir::request_id& id, std::stop_token stop,
                                                       const asio::any_io_executor& executor);
 

@@ -150,8 +150,39 @@ struct request_runner::impl {
     buf += '}';
   }
 
-  void admit(request_runner& self, ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream,
-             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
+  /// Serves `msg`, parsing its params once (a request whose params are absent or null
+  /// is served with none; params that do not parse get -32602).
+  void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
+             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer) {
+    const ir::raw_json params = msg.params();
+    if (!params.present() || params.kind == ir::json_kind::null) {
+      admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
+            std::move(own_peer));
+      return;
+    }
+    std::string_view detail;
+    bool ran = false;
+    const std::error_code ec = ir::visit_json(
+        params.text,
+        [&](const ir::json_node& node) {
+          ran = true;
+          admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
+                std::move(own_peer));
+        },
+        &detail);
+    if (ec && !ran) {
+      // Validated text that still does not parse (a lone surrogate escape in a string).
+      stream_finisher done{finish_stream ? stream.get() : nullptr};
+      std::string buf;
+      ir::append_error(buf, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params),
+                       "Invalid params: " + std::string(detail));
+      send(stream.get(), std::move(buf));
+    }
+  }
+
+  void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
+             const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+             const peer_info* peer, std::optional<peer_info> own_peer);
 
   /// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
   /// `resume()` returns, nothing here may be touched that the tool could have ended
@@ -250,7 +281,8 @@ void call::cancel_exchange(std::int64_t exchange_id) {
 
 }  // namespace
 
-void request_runner::impl::admit(request_runner& self, ir::request_id key, ir::message msg,
+void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
+                                 const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer) {
   outbound* to = stream.get();
@@ -260,14 +292,13 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, ir::m
   if (closed) return;
   // One lookup admits the request or finds the duplicate; on a duplicate nothing is
   // constructed and nothing is moved from.
-  auto [slot, admitted] = in_flight.try_emplace(std::move(key), self, *this, msg.id(), std::move(stream), finish_stream);
+  auto [slot, admitted] = in_flight.try_emplace(std::move(key), self, *this, id, std::move(stream), finish_stream);
   if (!admitted) {
     // id null: answering with the id would make two responses carry it, and the peer
     // could not tell which request each one ends.
-    ir::request_id dup = msg.id();
     std::string buf;
     ir::append_error(buf, std::nullopt, static_cast<std::int64_t>(ir::errc::invalid_request),
-                     "Invalid Request: request id " + dup.to_json() + " is already in flight");
+                     "Invalid Request: request id " + id.to_json() + " is already in flight");
     send(to, std::move(buf));
     return;
   }
@@ -291,12 +322,12 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, ir::m
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
     dispatched.emplace(dispatch.dispatch(
-        msg.method(), msg.params(),
+        method, params,
         detail::request_scope{*record.peer, record, record.id, record.stop.get_token(), executor, record.context}));
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the runner goes on.
-    srv.log(std::string("handler for ") + msg.method() + " failed: " + e.what());
+    srv.log("handler for " + std::string(method) + " failed: " + e.what());
     retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
     return;
   }
@@ -348,12 +379,18 @@ std::shared_ptr<request_runner> request_runner::create(server& srv, asio::any_io
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
                            const peer_info& peer) {
-  impl_->admit(*this, std::move(key), std::move(msg), std::move(stream), finish_stream, &peer, std::nullopt);
+  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, &peer, std::nullopt);
 }
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
                            peer_info&& peer) {
-  impl_->admit(*this, std::move(key), std::move(msg), std::move(stream), finish_stream, nullptr, std::move(peer));
+  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, nullptr, std::move(peer));
+}
+
+void request_runner::serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
+                                  const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+                                  peer_info&& peer) {
+  impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer));
 }
 
 void request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,

@@ -20,7 +20,9 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
+#include <vector>
 
 // g++ 12 at -O3 reports "dangling pointer to an unnamed temporary" inside simdjson's
 // inlined string handling (simdjson 3.0.1); the pointers are into the parser's own
@@ -508,25 +510,26 @@ std::optional<std::string> string_member(const raw_json& params, std::string_vie
 
 std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&), void* ctx,
                            std::string_view* detail) {
-  // A nested visit (a decoder that decodes) gets a parser of its own, so it cannot
-  // overwrite the tape its caller is still reading.
-  thread_local simdjson::dom::parser shared(1u << 26);
-  thread_local bool busy = false;
-  simdjson::dom::parser local;
-  simdjson::dom::parser& parser = busy ? local : shared;
+  // A nested visit (a decoder that decodes, a request served from inside the callback
+  // that read its params) gets a parser of its own, so it cannot overwrite the tape its
+  // caller is still reading. Parsers are kept per depth: a parser made per nested call
+  // would allocate its buffers every time, and serving a request from inside a visit
+  // makes nesting the common case.
+  thread_local std::vector<std::unique_ptr<simdjson::dom::parser>> parsers;
+  thread_local std::size_t depth = 0;
+  if (depth == parsers.size()) parsers.push_back(std::make_unique<simdjson::dom::parser>(1u << 26));
+  simdjson::dom::parser& parser = *parsers[depth];
   simdjson::dom::element root;
   // `parse` copies into its own padded buffer: the views we get are not padded.
   if (auto e = parser.parse(text.data(), text.size(), true).get(root)) {
     if (detail) *detail = simdjson::error_message(e);
     return make_error_code(errc::invalid_params);
   }
-  const bool was_busy = busy;
-  busy = true;
-  struct reset {
-    bool& flag;
-    bool value;
-    ~reset() { flag = value; }
-  } guard{busy, was_busy};
+  ++depth;
+  struct leave {
+    std::size_t& d;
+    ~leave() { --d; }
+  } guard{depth};
   visit(ctx, json_node_access::make(root));
   return {};
 }

@@ -39,6 +39,7 @@
 #include <droid/application/server/outbound.hpp>
 #include <droid/application/server/peer_info.hpp>
 #include <droid/domain/errc.hpp>
+#include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>
 
 namespace droid {
@@ -71,6 +72,13 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// request's `_meta`, a stateless HTTP request's headers).
   void serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
              peer_info&& peer);
+  /// The same for request `id` of `method` whose `params` the caller has parsed already
+  /// (null: none), from inside its `ir::visit_json` callback. Why: a 2026 request's params
+  /// are read for its `_meta` (and over HTTP its routing headers) before it is served; a
+  /// second parse for the handler would double the cost of reading them.
+  void serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
+                    const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+                    peer_info&& peer);
 
   /// Writes a JSON-RPC error for request `id` (none: `id: null`) to `to`, unless closed.
   void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,

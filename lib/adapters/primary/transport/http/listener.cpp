@@ -402,9 +402,23 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// A request of a stateless 2025 server (`options::stateless`): served with no session,
   /// the client's version read from the MCP-Protocol-Version header.
   task<bool> handle_stateless(ir::message msg, const std::string_view* version);
-  /// Answers one sessionless request from `runner` on this connection: the response is
-  /// an event stream or one JSON document; closing it cancels the request.
-  task<bool> serve_sessionless(ir::message msg, peer_info peer, std::string_view refusal);
+  /// A sessionless request on its way: the stream the runner answers it on, and the
+  /// sink this connection writes from.
+  struct sessionless_call {
+    std::shared_ptr<detail::response_sink> sink;
+    std::shared_ptr<detail::logical_stream> stream;
+    ir::request_id key;
+    bool listen = false;
+    bool json_mode = false;
+  };
+  /// Prepares the answer of a sessionless request of `method`; the caller then hands it
+  /// to the shard's runner under `key`, on `stream`. Why split from the answering: a
+  /// 2026 request is handed over from inside the callback that read its params (one
+  /// parse for the checks and the handler), where nothing can be awaited.
+  sessionless_call start_sessionless(std::string_view method, std::string_view refusal);
+  /// Writes the answer of `call` (an event stream or one JSON document); closing the
+  /// connection cancels the request.
+  task<bool> answer_sessionless(sessionless_call call);
   task<bool> handle_get(detail::request& req);
   task<bool> handle_delete(detail::request& req);
   task<bool> handle_legacy_stream(detail::request& req);
@@ -723,10 +737,11 @@ task<bool> connection::handle_modern(detail::request& req, ir::message msg, cons
     co_return co_await reply(400, "application/json",
                              rpc_error_body(msg.id(), ir::errc::header_mismatch,
                                             "Header mismatch: the MCP-Protocol-Version header is required"));
-  // One read of the params for both checks (and the tool they name), not one each.
+  // One read of the params for both checks (and the tool they name) and for the handler
+  // that serves the request, not one each.
   std::optional<std::string> mismatch;
   std::optional<request_refusal> refused;
-  peer_info peer;
+  std::optional<sessionless_call> call;
   const auto check = [&](const ir::json_node* params) {
     std::shared_ptr<const droid::detail::tool_entry> tool;
     ir::json_node name;
@@ -734,7 +749,12 @@ task<bool> connection::handle_modern(detail::request& req, ir::message msg, cons
         name.kind() == ir::json_node::type::string)
       tool = l_.srv.find_tool(name.string());
     mismatch = detail::check_routing_headers(req, msg.method(), params, tool.get());
-    if (!mismatch) refused = admit_modern(l_.srv, msg.method(), params, *version, peer);
+    if (mismatch) return;
+    peer_info peer;
+    refused = admit_modern(l_.srv, msg.method(), params, *version, peer);
+    if (refused) return;
+    call = start_sessionless(msg.method(), {});
+    home_.runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer));
   };
   if (const ir::raw_json params = msg.params(); params.kind == ir::json_kind::object) {
     (void)ir::visit_json(params.text, [&](const ir::json_node& p) { check(&p); });
@@ -746,7 +766,7 @@ task<bool> connection::handle_modern(detail::request& req, ir::message msg, cons
   if (refused)
     co_return co_await reply(refused->http_status, "application/json",
                              rpc_error_body(msg.id(), refused->code, refused->message, refused->data));
-  co_return co_await serve_sessionless(std::move(msg), std::move(peer), {});
+  co_return co_await answer_sessionless(std::move(*call));
 }
 
 task<bool> connection::handle_stateless(ir::message msg, const std::string_view* version) {
@@ -767,56 +787,61 @@ task<bool> connection::handle_stateless(ir::message msg, const std::string_view*
   // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
   peer.protocol_version = version ? std::string(*version) : "2025-03-26";
   peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
-  co_return co_await serve_sessionless(
-      std::move(msg), std::move(peer),
+  sessionless_call call = start_sessionless(
+      msg.method(),
       "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
       "serve with sessions to let tools ask the client");
+  ir::request_id key = call.key;
+  home_.runner->serve(std::move(key), std::move(msg), call.stream, true, std::move(peer));
+  co_return co_await answer_sessionless(std::move(call));
 }
 
-task<bool> connection::serve_sessionless(ir::message msg, peer_info peer, std::string_view refusal) {
-  const bool listen = msg.method() == "subscriptions/listen";
+connection::sessionless_call connection::start_sessionless(std::string_view method, std::string_view refusal) {
+  sessionless_call call;
+  call.listen = method == "subscriptions/listen";
   // A listen is answered as a stream whatever `options::reply` says: as one JSON document
   // it could only be sent when the listen ends, and nothing it carries would ever arrive.
-  const bool json_mode = l_.opts.reply == streaming::json && !listen;
-  listener::impl::shard& home = home_;
-  const ir::request_id key(++home.next_key);
+  call.json_mode = l_.opts.reply == streaming::json && !call.listen;
+  call.key = ir::request_id(++home_.next_key);
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
-  const bool counted = !listen;
-  if (counted) ++l_.sessionless_answering;
-  auto sink = make_sink();
+  if (!call.listen) ++l_.sessionless_answering;
+  call.sink = make_sink();
   // No store: a sessionless stream cannot be resumed, and its events carry no ids.
-  auto stream = std::make_shared<detail::logical_stream>(0, nullptr, nullptr,
-                                                         json_mode ? std::string_view(
-                                                                         "this server answers each request with a "
-                                                                         "single JSON document (http::options::reply "
-                                                                         "is streaming::json), so a tool cannot ask "
-                                                                         "the client a question")
-                                                                   : refusal);
-  stream->attach(sink);
-  home.runner->serve(key, std::move(msg), stream, true, std::move(peer));
+  call.stream = std::make_shared<detail::logical_stream>(
+      0, nullptr, nullptr,
+      call.json_mode ? std::string_view("this server answers each request with a single JSON document "
+                                        "(http::options::reply is streaming::json), so a tool cannot ask the "
+                                        "client a question")
+                     : refusal);
+  call.stream->attach(call.sink);
+  return call;
+}
+
+task<bool> connection::answer_sessionless(sessionless_call call) {
+  const std::shared_ptr<detail::response_sink>& sink = call.sink;
   // Behind whatever the request's first step queued, as for a session's request.
   asio::post(socket_.get_executor(), [sink] { sink->accept(); });
   // The connection is watched in JSON mode too: hanging up is the client's cancellation
   // whichever way the answer would have come.
   watch_for_close(sink);
   bool keep;
-  if (json_mode) {
+  if (call.json_mode) {
     keep = co_await serve_json(sink, {});
   } else {
     co_await sink->wait_settled();
     // A listen stream idles like the 2025 standalone stream it replaces, so it carries
     // the same keep-alive comments: proxies and client timers would close it otherwise.
-    keep = co_await serve_events(sink, {}, listen);
+    keep = co_await serve_events(sink, {}, call.listen);
   }
   std::error_code ignored;
   socket_.cancel(ignored);  // drops the close watch, which holds this connection
   // A closed stream is the client's cancellation (2026-07-28 has no other on HTTP); a
   // request that is over already is not found and nothing happens.
   if (sink->dead()) {
-    stream->detach(sink);
-    home.runner->cancel(key);
+    call.stream->detach(sink);
+    home_.runner->cancel(call.key);
   }
-  if (counted) --l_.sessionless_answering;
+  if (!call.listen) --l_.sessionless_answering;
   co_return keep;
 }
 
