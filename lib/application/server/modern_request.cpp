@@ -86,45 +86,50 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
     return invalid("Invalid params: a 2026-07-28 request carries params._meta with " + std::string(version_key) +
                    " and " + std::string(capabilities_key));
 
-  std::optional<request_refusal> refused;
-  std::string version;
-  std::string tool_name;
-  [&](const ir::json_node& p) {
-    ir::json_node meta, v, caps, info, level, name;
-    if (!p.find("_meta", meta) || meta.kind() != ir::json_node::type::object) {
-      refused = invalid("Invalid params: params._meta is required in MCP 2026-07-28 (with " + std::string(version_key) +
-                        " and " + std::string(capabilities_key) + ")");
-      return;
-    }
-    if (!meta.find(version_key, v) || v.kind() != ir::json_node::type::string) {
-      refused = invalid("Invalid params: _meta." + std::string(version_key) + " must be a string");
-      return;
-    }
-    version = std::string(v.string());
-    if (!meta.find(capabilities_key, caps) || caps.kind() != ir::json_node::type::object) {
-      refused = invalid("Invalid params: _meta." + std::string(capabilities_key) + " must be an object");
-      return;
-    }
+  const ir::json_node& p = *params;
+  ir::json_node meta;
+  if (!p.find("_meta", meta) || meta.kind() != ir::json_node::type::object)
+    return invalid("Invalid params: params._meta is required in MCP 2026-07-28 (with " + std::string(version_key) +
+                   " and " + std::string(capabilities_key) + ")");
+  // One walk over _meta's members rather than a search per key: these keys are long and
+  // share their first 24 characters, and a request pays for this every time.
+  std::optional<ir::json_node> v, caps, info, level;
+  meta.for_each_member([&](std::string_view key, const ir::json_node& value) {
+    constexpr std::string_view prefix = "io.modelcontextprotocol/";
+    if (!key.starts_with(prefix)) return;
+    key.remove_prefix(prefix.size());
+    if (key == "protocolVersion") v = value;
+    else if (key == "clientCapabilities") caps = value;
+    else if (key == "clientInfo") info = value;
+    else if (key == "logLevel") level = value;
+  });
+  if (!v || v->kind() != ir::json_node::type::string)
+    return invalid("Invalid params: _meta." + std::string(version_key) + " must be a string");
+  std::string version(v->string());
+  if (!caps || caps->kind() != ir::json_node::type::object)
+    return invalid("Invalid params: _meta." + std::string(capabilities_key) + " must be an object");
+  std::string error;
+  // `{}` (a client that declares nothing) is what peer_info holds already.
+  if (caps->size() > 0) {
     boost::json::value decoded;
-    std::string error;
-    if (decode(caps, decoded, error)) peer.capabilities = std::move(decoded.as_object());
-    // clientInfo is a SHOULD: absent or malformed, the request is still served.
-    if (meta.find(client_info_key, info) && info.kind() == ir::json_node::type::object &&
-        decode(info, decoded, error))
-      peer.client_info = std::move(decoded.as_object());
-    if (meta.find(log_level_key, level)) {
-      log_level parsed{};
-      if (level.kind() != ir::json_node::type::string || !parse_log_level(level.string(), parsed)) {
-        refused = invalid("Invalid params: _meta." + std::string(log_level_key) +
-                          " must be one of debug, info, notice, warning, error, critical, alert, emergency");
-        return;
-      }
-      peer.min_log_level = parsed;
-    }
-    if (method == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
-      tool_name = std::string(name.string());
-  }(*params);
-  if (refused) return refused;
+    if (decode(*caps, decoded, error)) peer.capabilities = std::move(decoded.as_object());
+  }
+  // clientInfo is a SHOULD: absent or malformed, the request is still served.
+  if (info && info->kind() == ir::json_node::type::object) {
+    boost::json::value decoded;
+    if (decode(*info, decoded, error)) peer.client_info = std::move(decoded.as_object());
+  }
+  if (level) {
+    log_level parsed{};
+    if (level->kind() != ir::json_node::type::string || !parse_log_level(level->string(), parsed))
+      return invalid("Invalid params: _meta." + std::string(log_level_key) +
+                     " must be one of debug, info, notice, warning, error, critical, alert, emergency");
+    peer.min_log_level = parsed;
+  }
+  ir::json_node name;
+  std::string_view tool_name;
+  if (method == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
+    tool_name = name.string();
 
   if (header_version && *header_version != version)
     return request_refusal{ir::errc::header_mismatch,
@@ -156,7 +161,8 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
         ir::append_json(data, missing);
         data += '}';
         return request_refusal{ir::errc::missing_client_capability,
-                               "Missing required client capability: tool " + tool_name + " needs " + names +
+                               "Missing required client capability: tool " + std::string(tool_name) + " needs " +
+                                   names +
                                    ", which this request's _meta." + std::string(capabilities_key) +
                                    " does not declare",
                                std::move(data), 400};

@@ -374,9 +374,10 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
       case K::integer: out = n.integer(); return true;
       case K::unsigned_integer: out = n.unsigned_integer(); return true;
       case K::floating: out = n.number(); return true;
-      case K::string: out = boost::json::string(n.string()); return true;
+      case K::string: out.emplace_string().assign(n.string()); return true;
       case K::array: {
         boost::json::array a;
+        a.reserve(n.size());
         bool ok = true;
         n.for_each_element([&](const ir::json_node& e) {
           if (!ok) return;
@@ -388,15 +389,15 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
         return ok;
       }
       case K::object: {
-        boost::json::object o;
+        // Decoded in place: a value built on the side and moved in costs a copy per
+        // member (Boost.JSON moves between storages by copying), and this runs for every
+        // 2026 request's clientInfo.
+        boost::json::object& o = out.emplace_object();
+        o.reserve(n.size());
         bool ok = true;
         n.for_each_member([&](std::string_view k, const ir::json_node& e) {
-          if (!ok) return;
-          boost::json::value v;
-          ok = decode_value(e, v, path, error);
-          o[k] = std::move(v);
+          if (ok) ok = decode_value(e, o[k], path, error);
         });
-        out = std::move(o);
         return ok;
       }
     }
