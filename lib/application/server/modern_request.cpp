@@ -25,7 +25,6 @@ namespace {
 
 constexpr std::string_view version_key = "io.modelcontextprotocol/protocolVersion";
 constexpr std::string_view capabilities_key = "io.modelcontextprotocol/clientCapabilities";
-constexpr std::string_view client_info_key = "io.modelcontextprotocol/clientInfo";
 constexpr std::string_view log_level_key = "io.modelcontextprotocol/logLevel";
 
 bool modern_only(std::string_view method) noexcept {
