@@ -141,9 +141,20 @@ class walker {
 
   void annotation(const boost::json::object& s, const boost::json::value& h, const std::string& pointer,
                   const std::vector<std::string>* reach) {
-    const std::string where = reach && !reach->empty()
-                                  ? "`" + dotted(*reach) + "`"
-                                  : "inputSchema" + (pointer.empty() ? std::string() : "#" + pointer);
+    // Appended, not `"literal" + std::string&&`: g++ 12 at -O3 reports a false
+    // -Wrestrict inside libstdc++ for that form here.
+    std::string where;
+    if (reach && !reach->empty()) {
+      where = "`";
+      where += dotted(*reach);
+      where += '`';
+    } else {
+      where = "inputSchema";
+      if (!pointer.empty()) {
+        where += '#';
+        where += pointer;
+      }
+    }
     const boost::json::string* text = h.if_string();
     if (!text) refuse("the x-mcp-header of " + where + " must be a string, the header name to mirror the value into");
     const std::string header(text->data(), text->size());
