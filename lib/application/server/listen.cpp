@@ -112,11 +112,13 @@ task<reply> run_listen(server& srv, std::shared_ptr<subscription> sub, request_c
   // The acknowledgement is the first message of the stream, before anything the
   // registry could forward (the subscription is attached to the channel only after).
   channel.notify("notifications/subscriptions/acknowledged", std::move(ack_params));
+  channel.answer_when_ended();
   sub->attach(&channel);
   srv.listen(sub);
   co_await stop_awaiter(std::move(stop));
   sub->attach(nullptr);
-  // Sent only when the server ends the listen on its own (a cancelled request is silent).
+  // Sent when the server ends the listen on its own (shutdown, end of input): a cancelled
+  // request is silent.
   co_return reply::ok("{" + tag + "}");
 }
 

@@ -80,6 +80,7 @@ struct call final : detail::request_channel {
   std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
                               std::string_view params_json) override;
   void cancel_exchange(std::int64_t exchange_id) override;
+  void answer_when_ended() override { graceful = true; }
 
   request_runner& owner;
   request_runner::impl& state;
@@ -89,6 +90,8 @@ struct call final : detail::request_channel {
   std::shared_ptr<outbound> stream;
   std::stop_source stop;
   bool cancelled = false;
+  /// Ended by the runner's close, it still answers (see `answer_when_ended`).
+  bool graceful = false;
   /// The stream was given for this request alone and ends with it.
   bool finish_stream = false;
   /// The client as this request sees it: a session's (`peer` points there) or its own.
@@ -426,8 +429,15 @@ void request_runner::close() {
   // table swapped out first (a resumed tool may finish and touch the runner). Then every
   // tool is told to stop, from a snapshot of the stop sources (a tool that finishes
   // inline erases its own entry).
-  s.closed = true;
   auto keep_alive = shared_from_this();
+  // Requests that answer when the server ends them (listen streams) are told first,
+  // while answers still go out; they finish inline (their stop callback resumes them),
+  // from a snapshot because finishing erases their entries.
+  std::vector<std::stop_source> answering;
+  for (auto& [id, c] : s.in_flight)
+    if (c.graceful && !c.cancelled) answering.push_back(c.stop);
+  for (std::stop_source& stop : answering) stop.request_stop();
+  s.closed = true;
   for (auto& [id, w] : std::exchange(s.waiters, {})) {
     *w->slot = exchange_result(exchange_error{make_error_code(errc::session_ended), 0,
                                               "the session ended before the peer answered", {}});

@@ -666,8 +666,10 @@ TEST_SUITE("application/modern") {
     CHECK(droid::live_frames() == 0);
   }
 
-  TEST_CASE("closing the session ends its listen streams, leaving nothing in flight and no frame alive") {
-    // The transport closing (stdio EOF) is the other way a subscription ends.
+  TEST_CASE("closing the session ends its listen streams with their final answer, leaving nothing in flight and no frame alive") {
+    // The transport closing (stdio EOF) is the other way a subscription ends. The server
+    // ends it, so each listen gets its response (tagged with its id): the client can tell
+    // a graceful end from a dropped connection.
     {
       fixture f;
       f.feed(modern("4", "subscriptions/listen", R"("notifications":{"toolsListChanged":true})"));
@@ -679,6 +681,14 @@ TEST_SUITE("application/modern") {
       f.s->close();
       droid::test::poll(f.io);
       CHECK(f.s->in_flight() == 0);
+      REQUIRE(f.out->sent.size() == 2);
+      for (int i = 0; i < 2; ++i) {
+        const auto end = f.out->pop();
+        CAPTURE(end);
+        CHECK(end.at("result").at("resultType") == "complete");
+        CHECK(end.at("result").at("_meta").at("io.modelcontextprotocol/subscriptionId") == end.at("id"));
+        CHECK(end.at("result").at("_meta").as_object().contains("io.modelcontextprotocol/serverInfo"));
+      }
       f.srv.tool("late", "Added later", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
       f.srv.resource_updated("test://doc");
       droid::test::poll(f.io);

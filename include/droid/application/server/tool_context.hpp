@@ -120,6 +120,11 @@ class request_channel {
   /// Takes the waiter for `id` out of the table (if it is still there), tells the peer
   /// with `notifications/cancelled`, and resumes it with `errc::cancelled`.
   virtual void cancel_exchange(std::int64_t id) = 0;
+  /// When the server (not the client) ends this request, its stop token is requested and
+  /// its answer is still sent. Why: a `subscriptions/listen` stream the server closes
+  /// (shutdown, end of input) ends with a response, so the client can tell a graceful
+  /// end from a dropped connection; every other request the server ends falls silent.
+  virtual void answer_when_ended() = 0;
 
  protected:
   ~request_channel() = default;
