@@ -212,6 +212,30 @@ TEST_SUITE("adapters/stdio") {
     CHECK(out[2].at("id") == 0);
   }
 
+  TEST_CASE("a client that stops reading stdout is cut off at max_queued_bytes, not buffered without end") {
+    // Notifications (a listen stream, logs) keep coming whether or not the client reads
+    // them; past the bound the session ends as if stdout had closed.
+    droid::stdio::options opts;
+    opts.max_queued_bytes = 256 * 1024;
+    pipes_fixture f(opts);
+    f.srv.tool("flood", "Sends notifications until cancelled", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      const std::string params = R"({"level":"info","data":")" + std::string(4000, 'x') + "\"}";
+      // A few notifications per turn, then a turn of the loop so the writer runs.
+      for (;;) {
+        for (int i = 0; i < 16; ++i) co_await ctx.notify("notifications/message", params);
+        if (co_await ctx.sleep(std::chrono::microseconds(1))) break;
+      }
+      co_return "stopped";
+    });
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood"}})" + "\n");
+    // Nobody reads from_server: the pipe fills (64 KiB), then the queue grows to the bound.
+    for (int i = 0; i < 2000 && !f.finished; ++i) {
+      f.io.restart();
+      f.io.run_one_for(std::chrono::milliseconds(20));
+    }
+    CHECK(f.finished);
+  }
+
   TEST_CASE("a closed output ends the run") {
     pipes_fixture f;
     ::close(f.from_server[0]);

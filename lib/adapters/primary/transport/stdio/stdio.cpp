@@ -16,10 +16,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <deque>
 #include <iostream>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include <asio/buffer.hpp>
@@ -45,7 +47,8 @@ namespace {
 /// Affinity: the session's shard.
 class line_writer final : public outbound {
  public:
-  line_writer(const asio::any_io_executor& ex, int fd) : out_(ex), wake_(ex) {
+  line_writer(const asio::any_io_executor& ex, int fd, std::size_t max_queued)
+      : out_(ex), wake_(ex), max_queued_(max_queued) {
     wake_.expires_at(asio::steady_timer::time_point::max());
     std::error_code ec;
     out_.assign(::dup(fd), ec);
@@ -57,6 +60,21 @@ class line_writer final : public outbound {
 
   void send(std::string message) override {
     if (failed_) return;
+    queued_bytes_ += message.size() + 1;
+    if (queued_bytes_ > max_queued_) {
+      // The client stopped reading stdout: treat it as gone (as EPIPE would), rather than
+      // queue without bound. Input ends, running tools are cancelled, the run returns.
+      failed_ = true;
+      overflowed_ = true;
+      queue_.clear();
+      if (on_failure_) on_failure_->request_stop();
+      wake_.cancel();
+      // A write stuck on the full pipe would otherwise never complete, and the run would
+      // wait for the writer forever.
+      std::error_code ignored;
+      out_.cancel(ignored);
+      return;
+    }
     queue_.push_back(std::move(message));
     wake_.cancel();
   }
@@ -69,8 +87,11 @@ class line_writer final : public outbound {
   }
 
   [[nodiscard]] bool failed() const noexcept { return failed_; }
+  /// True when the session ended because `max_queued_bytes` was passed.
+  [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
 
   task<void> write_loop(std::stop_source& on_failure) {
+    on_failure_ = &on_failure;
     std::string batch;
     while (!failed_) {
       if (queue_.empty()) {
@@ -86,13 +107,17 @@ class line_writer final : public outbound {
         batch += '\n';
       }
       queue_.clear();
+      // Counted until written: the bytes in `batch` are what an unread pipe holds back.
+      const std::size_t in_batch = batch.size();
       auto [ec, n] = co_await asio::async_write(out_, asio::buffer(batch), use_task);
+      queued_bytes_ -= std::min(queued_bytes_, in_batch);
       if (ec) {
         // EPIPE and friends: nobody reads our answers any more, so the session is over.
         failed_ = true;
         on_failure.request_stop();
       }
     }
+    on_failure_ = nullptr;
     std::error_code ignored;
     out_.close(ignored);
   }
@@ -101,8 +126,13 @@ class line_writer final : public outbound {
   asio::posix::stream_descriptor out_;
   asio::steady_timer wake_;
   std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::size_t max_queued_;
+  /// Where a failure is reported while the write loop runs (it owns the stop source).
+  std::stop_source* on_failure_ = nullptr;
   bool finishing_ = false;
   bool failed_ = false;
+  bool overflowed_ = false;
 };
 
 bool is_blank(std::string_view line) {
@@ -113,7 +143,7 @@ bool is_blank(std::string_view line) {
 
 task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_fd, options opts,
                std::stop_token stop) {
-  auto writer = std::make_shared<line_writer>(executor, out_fd);
+  auto writer = std::make_shared<line_writer>(executor, out_fd, opts.max_queued_bytes);
   auto s = session::create(srv, executor, writer);
 
   // Input ends on EOF, on a read error, when the writer fails, or on the caller's stop.
@@ -189,6 +219,9 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
     }
   }
 
+  if (writer->overflowed())
+    srv.log("stdio: the client stopped reading stdout (more than " + std::to_string(opts.max_queued_bytes) +
+            " bytes queued); ending the session");
   // Input is over: cancel every running tool and give them a bounded time to unwind.
   s->close();
   asio::steady_timer tick(executor);

@@ -34,6 +34,11 @@ struct options {
   std::size_t max_message_size = 4u << 20;
   /// How long to wait for cancelled tools to finish after input ends.
   std::chrono::milliseconds drain_timeout{2000};
+  /// Bytes queued for stdout before the server gives up on a client that stopped reading
+  /// it: the session then ends as if stdout had closed. Why a bound: notifications (a
+  /// `subscriptions/listen` stream, logs, progress) keep coming whether or not anyone
+  /// reads them, and an unread pipe must not grow the server's memory without end.
+  std::size_t max_queued_bytes = 32u << 20;
 };
 
 /// Serves `srv` on file descriptors `in` and `out` until `in` ends, `out` fails or `stop`
