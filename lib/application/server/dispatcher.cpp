@@ -431,42 +431,32 @@ std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* param
 
 std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* params, request_scope& scope) {
   if (!params) return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
-  std::optional<std::variant<reply, task<reply>>> outcome;
-  [&](const ir::json_node& p) {
-        ir::json_node name;
-        if (!p.find("name", name) || name.kind() != ir::json_node::type::string) {
-          outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
-          return;
-        }
-        auto tool = server_.find_tool(name.string());
-        if (!tool) {
-          // MCP: an unknown tool is a protocol error, not a tool execution error.
-          outcome = reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
-          return;
-        }
-        ir::json_node args;
-        const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
-        if (has_args && args.kind() != ir::json_node::type::object) {
-          outcome = reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
-          return;
-        }
-        scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
-                              scope.executor, trace_of(p));
-        // The arguments are decoded now, while the parsed tape exists; the task owns the
-        // decoded value, not the tape.
-        task<tool_result> work;
-        try {
-          work = tool->invoke(*scope.context, has_args ? &args : nullptr);
-        } catch (const std::exception& e) {
-          // A handler that is not a coroutine may throw before returning its task; to
-          // the model that is the same failure as a throwing coroutine.
-          work = ready_result(tool_result::error(e.what()));
-        } catch (...) {
-          work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
-        }
-        outcome = run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members());
-  }(*params);
-  return std::move(*outcome);
+  const ir::json_node& p = *params;
+  ir::json_node name;
+  if (!p.find("name", name) || name.kind() != ir::json_node::type::string)
+    return reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
+  auto tool = server_.find_tool(name.string());
+  // MCP: an unknown tool is a protocol error, not a tool execution error.
+  if (!tool) return reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
+  ir::json_node args;
+  const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
+  if (has_args && args.kind() != ir::json_node::type::object)
+    return reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
+  scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
+                        scope.executor, trace_of(p));
+  // The arguments are decoded now, while the parsed tree exists; the task owns the
+  // decoded value, not the tree.
+  task<tool_result> work;
+  try {
+    work = tool->invoke(*scope.context, has_args ? &args : nullptr);
+  } catch (const std::exception& e) {
+    // A handler that is not a coroutine may throw before returning its task; to the
+    // model that is the same failure as a throwing coroutine.
+    work = ready_result(tool_result::error(e.what()));
+  } catch (...) {
+    work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
+  }
+  return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members());
 }
 
 }  // namespace droid::detail
