@@ -27,28 +27,34 @@ constexpr std::string_view version_key = "io.modelcontextprotocol/protocolVersio
 constexpr std::string_view capabilities_key = "io.modelcontextprotocol/clientCapabilities";
 constexpr std::string_view log_level_key = "io.modelcontextprotocol/logLevel";
 
-bool modern_only(std::string_view method) noexcept {
-  return method == "server/discover" || method == "subscriptions/listen";
-}
-
 request_refusal invalid(std::string message) {
   return request_refusal{ir::errc::invalid_params, std::move(message), {}, 400};
 }
 
 }  // namespace
 
+bool is_modern_only(std::string_view method) noexcept {
+  return method == "server/discover" || method == "subscriptions/listen";
+}
+
+bool names_modern_version(const ir::json_node& params) noexcept {
+  ir::json_node meta, version;
+  return params.find("_meta", meta) && meta.find(version_key, version);
+}
+
+bool may_name_version(ir::raw_json params) noexcept {
+  return params.kind == ir::json_kind::object && params.text.find(version_key) != std::string_view::npos;
+}
+
 bool is_modern_request(const ir::message& msg) {
   if (!msg.is_request()) return false;
-  if (modern_only(msg.method())) return true;
+  if (is_modern_only(msg.method())) return true;
   const ir::raw_json params = msg.params();
-  if (params.kind != ir::json_kind::object || params.text.find(version_key) == std::string_view::npos) return false;
+  if (!may_name_version(params)) return false;
   // The key's text is there; whether it is really `_meta`'s (and not, say, inside a tool
   // argument) takes a parse.
   bool found = false;
-  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
-    ir::json_node meta, version;
-    found = p.find("_meta", meta) && meta.find(version_key, version);
-  });
+  (void)ir::visit_json(params.text, [&](const ir::json_node& p) { found = names_modern_version(p); });
   return found;
 }
 

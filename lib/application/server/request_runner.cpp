@@ -314,9 +314,9 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     record.peer = peer;
   }
   // A request answered at once leaves the table before its answer goes out, as one
-  // answered later does; its record's id and peer are copied out first.
+  // answered later does; its peer is taken out of the record first (`id` is the
+  // caller's and stays valid).
   auto retire_and_reply = [&](detail::reply r) {
-    const ir::request_id id = record.id;
     std::optional<peer_info> held = std::move(record.own_peer);
     const peer_info& who = held ? *held : *record.peer;
     in_flight.erase(node_key);

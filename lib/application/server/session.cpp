@@ -242,17 +242,35 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   }
 
   // A 2026-07-28 request on the same connection (stdio carries both eras): it brings its
-  // own view of the client and touches nothing of the session's.
-  if (is_modern_request(msg)) {
-    peer_info peer;
-    if (auto refused = admit_modern(s.srv, msg, std::nullopt, peer)) {
-      s.send_error(to, msg.id(), refused->code, refused->message, refused->data);
-      return;
+  // own view of the client and touches nothing of the session's. Its params are parsed
+  // once, for telling it from a 2025 request, for its _meta and for its handler.
+  if (const bool only_modern = is_modern_only(msg.method()); only_modern || may_name_version(msg.params())) {
+    bool modern = false;
+    const auto serve_modern = [&](const ir::json_node* params) {
+      // The key's text may be inside an argument of a 2025 request: then it is not one.
+      modern = only_modern || (params && names_modern_version(*params));
+      if (!modern) return;
+      peer_info peer;
+      if (auto refused = admit_modern(s.srv, msg.method(), params, std::nullopt, peer)) {
+        s.send_error(to, msg.id(), refused->code, refused->message, refused->data);
+        return;
+      }
+      done.to = nullptr;
+      s.runner->serve_parsed(msg.id(), msg.method(), msg.id(), params, std::move(stream), own_stream,
+                             std::move(peer));
+    };
+    const ir::raw_json params = msg.params();
+    if (params.kind == ir::json_kind::object || params.kind == ir::json_kind::array) {
+      std::string_view detail;
+      if (ir::visit_json(params.text, [&](const ir::json_node& p) { serve_modern(&p); }, &detail) && only_modern) {
+        // Validated text that still does not parse (a lone surrogate escape).
+        s.send_error(to, msg.id(), ir::errc::invalid_params, "Invalid params: " + std::string(detail));
+        return;
+      }
+    } else {
+      serve_modern(nullptr);
     }
-    done.to = nullptr;
-    ir::request_id key = msg.id();
-    s.runner->serve(std::move(key), std::move(msg), std::move(stream), own_stream, std::move(peer));
-    return;
+    if (modern) return;
   }
 
   const ir::request_id& id = msg.id();

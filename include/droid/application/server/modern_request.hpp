@@ -54,6 +54,14 @@ struct request_refusal {
 /// text is looked for before anything is parsed, and only a hit is confirmed by a parse.
 [[nodiscard]] bool is_modern_request(const ir::message& msg);
 
+/// The two halves of `is_modern_request`, for a caller that parses the params anyway: a
+/// method that exists only in 2026-07-28, and params whose `_meta` names a version.
+[[nodiscard]] bool is_modern_only(std::string_view method) noexcept;
+[[nodiscard]] bool names_modern_version(const ir::json_node& params) noexcept;
+/// True when `params` (validated text) may name a version: the key's text is in it.
+/// Why: the cheap test a 2025 request pays instead of a parse.
+[[nodiscard]] bool may_name_version(ir::raw_json params) noexcept;
+
 /// Reads request `msg`'s `_meta` into `peer` and checks it against this server. Over HTTP
 /// `header_version` is the `MCP-Protocol-Version` header (none when absent); stdio passes
 /// none. Nothing when the request may be served (and `peer` is filled), otherwise the
