@@ -444,11 +444,11 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// caller already wrote the head (the legacy transport, which starts with its endpoint).
   task<bool> serve_events(const std::shared_ptr<detail::response_sink>& sink, const std::string& extra_headers,
                           bool standalone, bool headers_sent = false);
-  /// A session on this connection's shard, with its standalone stream as its own
-  /// outbound; `named` gives it an id (stateless sessions have none).
-  std::shared_ptr<session_entry> new_entry(bool named, std::unique_ptr<event_store> store) {
+  /// A new session on this connection's shard, with a fresh id and its standalone stream
+  /// as its own outbound.
+  std::shared_ptr<session_entry> new_entry(std::unique_ptr<event_store> store) {
     auto entry = std::make_shared<session_entry>();
-    if (named) entry->id = detail::new_session_id();
+    entry->id = detail::new_session_id();
     entry->executor = socket_.get_executor();
     entry->s = session::create(l_.srv, entry->executor, nullptr);
     entry->store = std::move(store);
@@ -654,7 +654,7 @@ task<bool> connection::handle_post(detail::request& req) {
     std::unique_ptr<event_store> store;
     if (!json_mode && (o.event_store || o.event_ring_capacity > 0))
       store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
-    entry = new_entry(true, std::move(store));
+    entry = new_entry(std::move(store));
     if (!l_.sessions.insert(entry, o.max_sessions))
       co_return co_await reply_rpc_error(503, ir::errc::internal_error,
                                          "Service Unavailable: too many sessions, try again later");
@@ -1014,7 +1014,7 @@ task<bool> connection::handle_legacy_stream(detail::request& req) {
                                        "Not Acceptable: Accept must include text/event-stream");
   // The session begins with its stream and ends with it: in this transport the stream is
   // the only way anything reaches the client.
-  auto entry = new_entry(true, nullptr);
+  auto entry = new_entry(nullptr);
   entry->legacy = true;
   entry->active = 1;
   if (!l_.sessions.insert(entry, l_.opts.max_sessions))

@@ -59,7 +59,8 @@ struct options {
   unsigned threads = 0;
   /// JSON or event-stream answers to requests.
   streaming reply = streaming::event_stream;
-  /// Serve every POST with a fresh session and no `Mcp-Session-Id` at all.
+  /// Serve every POST on its own, with no session and no `Mcp-Session-Id` at all (the
+  /// client's version comes from its MCP-Protocol-Version header).
   bool stateless = false;
   /// Allow GET (the standalone event stream); when false GET gets 405.
   bool standalone_stream = true;
