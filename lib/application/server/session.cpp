@@ -93,12 +93,6 @@ void session::notify(std::string_view method, std::string params_json) {
 
 void session::set_outbound(std::shared_ptr<outbound> out) { impl_->out = std::move(out); }
 
-void session::assume_initialized(peer_info peer) {
-  impl_->peer = std::move(peer);
-  impl_->initialized = true;
-  impl_->tools_advertised = impl_->srv.tool_count() > 0;
-}
-
 void session::reject(const ir::rejection& why) {
   if (why.answer) impl_->send_error(impl_->out.get(), why.id, why.code, why.message);
 }

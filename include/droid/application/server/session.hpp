@@ -117,12 +117,6 @@ class session : public std::enable_shared_from_this<session> {
   /// Replaces the session's own outbound (HTTP: the standalone GET stream, or null).
   void set_outbound(std::shared_ptr<outbound> out);
 
-  /// Treats the session as initialized with `peer` without an `initialize` exchange.
-  /// Why: a stateless HTTP server serves each request on a fresh session, and the client
-  /// initialized (once) with some other one; the peer's version comes from the
-  /// MCP-Protocol-Version header instead.
-  void assume_initialized(peer_info peer);
-
   /// The implementation; opaque.
   struct impl;
 
