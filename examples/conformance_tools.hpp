@@ -15,3 +15,6 @@
 
 /// Registers every conformance fixture on `server`.
 void register_conformance(droid::server& server);
+/// The multi round-trip fixtures (`test_input_required_result_*`, conformance_rounds.cpp);
+/// `register_conformance` calls it.
+void register_input_required_fixtures(droid::server& server);

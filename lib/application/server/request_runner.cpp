@@ -30,18 +30,10 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "dispatcher.hpp"
+#include "runner_records.hpp"
 
 namespace droid {
 namespace {
-
-/// Calls `finish()` on a request's stream when it goes out of scope, so that every exit
-/// path of a request (answered, refused, cancelled, thrown through) ends its stream.
-struct stream_finisher {
-  outbound* to;
-  ~stream_finisher() {
-    if (to) to->finish();
-  }
-};
 
 /// Starts a request's task on the runner's executor.
 ///
@@ -58,171 +50,106 @@ void start(const asio::any_io_executor& executor, task<detail::reply> work, Hand
   }
 }
 
-/// The capability a client must declare before it may be asked `method`.
-std::string_view capability_for(std::string_view method) noexcept {
-  if (method == "sampling/createMessage") return "sampling";
-  if (method == "elicitation/create") return "elicitation";
-  if (method == "roots/list") return "roots";
-  return {};
-}
-
-/// One request being served: its stop source, its view of the client, and the context
-/// its tool sees. Lives in the in-flight table's node, under the request's key, so
-/// admitting a request allocates once.
-struct call final : detail::request_channel {
-  call(request_runner& r, request_runner::impl& st, ir::request_id i, std::shared_ptr<outbound> o, bool finish)
-      : owner(r), state(st), id(std::move(i)), stream(std::move(o)), finish_stream(finish) {}
-  void notify(std::string_view method, std::string params_json) override;
-  void close_stream() override {
-    if (stream && !cancelled) stream->interrupt();
-  }
-  std::optional<exchange_error> exchange_refusal(std::string_view method) override;
-  std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
-                              std::string_view params_json) override;
-  void cancel_exchange(std::int64_t exchange_id) override;
-  void answer_when_ended() override { graceful = true; }
-
-  request_runner& owner;
-  request_runner::impl& state;
-  /// The id the peer gave the request, which its answer carries.
-  ir::request_id id;
-  /// Where this request's notifications and response go (the POST's stream on HTTP).
-  std::shared_ptr<outbound> stream;
-  std::stop_source stop;
-  bool cancelled = false;
-  /// Ended by the runner's close, it still answers (see `answer_when_ended`).
-  bool graceful = false;
-  /// The stream was given for this request alone and ends with it.
-  bool finish_stream = false;
-  /// The client as this request sees it: a session's (`peer` points there) or its own.
-  const peer_info* peer = nullptr;
-  std::optional<peer_info> own_peer;
-  std::optional<tool_context> context;
-};
-
 }  // namespace
 
-struct request_runner::impl {
-  impl(server& s, asio::any_io_executor e) : srv(s), executor(std::move(e)), dispatch(s) {}
-
-  void send(outbound* to, std::string text) const {
-    if (!closed && to) to->send(std::move(text));
+void request_runner::impl::send_reply(outbound* to, const ir::request_id& id, detail::reply&& r,
+                                      const peer_info& peer) const {
+  if (r.framed) {
+    send(to, std::move(r.result));
+    return;
   }
+  std::string buf;
+  if (r.is_error()) {
+    ir::append_error(buf, id, r.code, r.message, r.data);
+  } else {
+    frame_result(buf, id, r.result, peer);
+  }
+  send(to, std::move(buf));
+}
 
-  void send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const {
-    if (r.framed) {
-      send(to, std::move(r.result));
-      return;
-    }
+void request_runner::impl::send_error_to(outbound* to, const ir::request_id& id, ir::errc code,
+                                         std::string_view text) const {
+  std::string buf;
+  ir::append_error(buf, id, static_cast<std::int64_t>(code), text);
+  send(to, std::move(buf));
+}
+
+/// `{"jsonrpc":"2.0","id":...,"result":...}`, where a 2026 result gains the members
+/// every result of that revision carries. Why here and not in each handler: it is one
+/// rule for every method, and a handler that forgot it would make a result the
+/// client's schema rejects.
+void request_runner::impl::frame_result(std::string& buf, const ir::request_id& id, std::string_view result,
+                                        const peer_info& peer) const {
+  const std::string_view head = peer.is_modern() ? srv.modern_result_members() : std::string_view();
+  buf.reserve(result.size() + head.size() + 40);
+  if (head.empty() || result.size() < 2 || result.front() != '{') {
+    ir::append_result(buf, id, result);
+    return;
+  }
+  ir::append_result_head(buf, id);
+  buf += '{';
+  constexpr std::string_view own_meta = R"({"_meta":{)";
+  if (result.starts_with(own_meta) && result.size() > own_meta.size() && result[own_meta.size()] != '}') {
+    // The result has `_meta` of its own (first, by convention): one object for both,
+    // since JSON forbids the key twice. `head` ends with the `}` of its `_meta`.
+    buf.append(head.substr(0, head.size() - 1));
+    buf += ',';
+    result.remove_prefix(own_meta.size());
+  } else {
+    buf += head;
+    result.remove_prefix(1);
+    // `{}` becomes `{<head>}`; anything else `{<head>,<members>}`.
+    if (result.front() != '}') buf += ',';
+  }
+  buf += result;
+  buf += '}';
+}
+
+/// Serves `msg`, parsing its params once (a request whose params are absent or null
+/// is served with none; params that do not parse get -32602).
+void request_runner::impl::admit(request_runner& self, ir::request_id key, const ir::message& msg,
+                                 std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
+                                 std::optional<peer_info> own_peer) {
+  const ir::raw_json params = msg.params();
+  if (!params.present() || params.kind == ir::json_kind::null) {
+    admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
+          std::move(own_peer));
+    return;
+  }
+  std::string_view detail;
+  bool ran = false;
+  const std::error_code ec = ir::visit_json(
+      params.text,
+      [&](const ir::json_node& node) {
+        ran = true;
+        admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
+              std::move(own_peer));
+      },
+      &detail);
+  if (ec && !ran) {
+    // Validated text that still does not parse (a lone surrogate escape in a string).
+    stream_finisher done{finish_stream ? stream.get() : nullptr};
     std::string buf;
-    if (r.is_error()) {
-      ir::append_error(buf, id, r.code, r.message, r.data);
-    } else {
-      frame_result(buf, id, r.result, peer);
-    }
-    send(to, std::move(buf));
+    ir::append_error(buf, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params),
+                     "Invalid params: " + std::string(detail));
+    send(stream.get(), std::move(buf));
   }
+}
 
-  /// `{"jsonrpc":"2.0","id":...,"result":...}`, where a 2026 result gains the members
-  /// every result of that revision carries. Why here and not in each handler: it is one
-  /// rule for every method, and a handler that forgot it would make a result the
-  /// client's schema rejects.
-  void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const {
-    const std::string_view head = peer.is_modern() ? srv.modern_result_members() : std::string_view();
-    buf.reserve(result.size() + head.size() + 40);
-    if (head.empty() || result.size() < 2 || result.front() != '{') {
-      ir::append_result(buf, id, result);
-      return;
-    }
-    ir::append_result_head(buf, id);
-    buf += '{';
-    constexpr std::string_view own_meta = R"({"_meta":{)";
-    if (result.starts_with(own_meta) && result.size() > own_meta.size() && result[own_meta.size()] != '}') {
-      // The result has `_meta` of its own (first, by convention): one object for both,
-      // since JSON forbids the key twice. `head` ends with the `}` of its `_meta`.
-      buf.append(head.substr(0, head.size() - 1));
-      buf += ',';
-      result.remove_prefix(own_meta.size());
-    } else {
-      buf += head;
-      result.remove_prefix(1);
-      // `{}` becomes `{<head>}`; anything else `{<head>,<members>}`.
-      if (result.front() != '}') buf += ',';
-    }
-    buf += result;
-    buf += '}';
-  }
+/// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
+/// `resume()` returns, nothing here may be touched that the tool could have ended
+/// (the caller holds the runner alive).
+bool request_runner::impl::resolve(std::int64_t id, exchange_result outcome) {
+  auto it = waiters.find(id);
+  if (it == waiters.end()) return false;
+  detail::exchange_waiter* w = it->second;
+  waiters.erase(it);
+  *w->slot = std::move(outcome);
+  w->handle.resume();
+  return true;
+}
 
-  /// Serves `msg`, parsing its params once (a request whose params are absent or null
-  /// is served with none; params that do not parse get -32602).
-  void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
-             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer) {
-    const ir::raw_json params = msg.params();
-    if (!params.present() || params.kind == ir::json_kind::null) {
-      admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
-            std::move(own_peer));
-      return;
-    }
-    std::string_view detail;
-    bool ran = false;
-    const std::error_code ec = ir::visit_json(
-        params.text,
-        [&](const ir::json_node& node) {
-          ran = true;
-          admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-                std::move(own_peer));
-        },
-        &detail);
-    if (ec && !ran) {
-      // Validated text that still does not parse (a lone surrogate escape in a string).
-      stream_finisher done{finish_stream ? stream.get() : nullptr};
-      std::string buf;
-      ir::append_error(buf, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params),
-                       "Invalid params: " + std::string(detail));
-      send(stream.get(), std::move(buf));
-    }
-  }
-
-  void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
-             const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-             const peer_info* peer, std::optional<peer_info> own_peer);
-
-  /// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
-  /// `resume()` returns, nothing here may be touched that the tool could have ended
-  /// (the caller holds the runner alive).
-  bool resolve(std::int64_t id, exchange_result outcome) {
-    auto it = waiters.find(id);
-    if (it == waiters.end()) return false;
-    detail::exchange_waiter* w = it->second;
-    waiters.erase(it);
-    *w->slot = std::move(outcome);
-    w->handle.resume();
-    return true;
-  }
-
-  server& srv;
-  asio::any_io_executor executor;
-  detail::dispatcher dispatch;
-  bool closed = false;
-  std::size_t dropped = 0;
-  /// The requests being served. Node-based on purpose: a call's address (its tool's
-  /// context points at it) and its key (its task reads it) must not move when the
-  /// table grows.
-  std::unordered_map<ir::request_id, call> in_flight;
-
-  /// Questions to the peer awaiting its answer, by the id we minted.
-  ///
-  /// Why ids start at 2^40: they share one JSON-RPC channel with the peer's own ids, and
-  /// a minted id that met one of the peer's would make the in-flight check report a
-  /// duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
-  /// still exact in a JavaScript number.
-  std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
-  std::int64_t next_exchange_id = std::int64_t{1} << 40;
-};
-
-namespace {
-
-void call::notify(std::string_view method, std::string params_json) {
+void runner_call::notify(std::string_view method, std::string params_json) {
   // A cancelled request is silent from then on: MCP says the sender of the cancellation
   // no longer expects anything about it.
   if (cancelled || state.closed || !stream) return;
@@ -231,31 +158,28 @@ void call::notify(std::string_view method, std::string params_json) {
   stream->send(std::move(buf));
 }
 
-std::optional<exchange_error> call::exchange_refusal(std::string_view method) {
-  if (state.closed)
-    return exchange_error{make_error_code(errc::session_ended), 0, "the session ended before the peer answered", {}};
-  if (peer->is_modern())
-    return exchange_error{make_error_code(errc::exchange_refused), 0,
-                          "this request uses MCP " + peer->protocol_version +
-                              ", in which a server cannot send requests to the client (the answer would come as an "
-                              "input_required result, which this server does not produce yet)",
-                          {}};
+std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
+                                                      std::string& key) {
+  if (peer->is_modern()) return settle_round(method, params_json, key);
+  const auto refused = [](std::error_code condition, std::string why) {
+    return exchange_result(exchange_error{condition, 0, std::move(why), {}});
+  };
+  if (state.closed) return refused(make_error_code(errc::session_ended), "the session ended before the peer answered");
   if (!stream)
-    return exchange_error{make_error_code(errc::exchange_refused), 0,
-                          "this request has no stream to carry a question to the client", {}};
+    return refused(make_error_code(errc::exchange_refused),
+                   "this request has no stream to carry a question to the client");
   if (std::string why = stream->exchange_refusal(); !why.empty())
-    return exchange_error{make_error_code(errc::exchange_refused), 0, std::move(why), {}};
-  if (const std::string_view cap = capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return exchange_error{make_error_code(errc::exchange_refused), 0,
-                          "the client did not declare the `" + std::string(cap) +
-                              "` capability " + std::string(detail::where_declared(*peer)) +
-                              ", so it cannot be asked " + std::string(method),
-                          {}};
+    return refused(make_error_code(errc::exchange_refused), std::move(why));
+  if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
+    return refused(make_error_code(errc::exchange_refused),
+                   "the client did not declare the `" + std::string(cap) + "` capability " +
+                       std::string(detail::where_declared(*peer)) + ", so it cannot be asked " + std::string(method));
   return std::nullopt;
 }
 
-std::int64_t call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
-                                  std::string_view params_json) {
+std::int64_t runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                                         std::string_view params_json, std::string key) {
+  if (peer->is_modern()) return ask_in_round(waiter, method, params_json, std::move(key));
   const std::int64_t exchange_id = state.next_exchange_id++;
   state.waiters.emplace(exchange_id, &waiter);
   std::string buf;
@@ -266,7 +190,11 @@ std::int64_t call::begin_exchange(detail::exchange_waiter& waiter, std::string_v
   return exchange_id;
 }
 
-void call::cancel_exchange(std::int64_t exchange_id) {
+void runner_call::cancel_exchange(std::int64_t exchange_id) {
+  if (peer->is_modern()) {
+    withdraw_question(exchange_id);
+    return;
+  }
   if (!state.waiters.contains(exchange_id)) return;
   // The peer may still be working on the question (a person filling in a form): tell it
   // to stop, on the same stream the question went out on.
@@ -282,8 +210,6 @@ void call::cancel_exchange(std::int64_t exchange_id) {
                                                             "the request was cancelled before the peer answered", {}}));
 }
 
-}  // namespace
-
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
@@ -291,21 +217,52 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   outbound* to = stream.get();
   stream_finisher done{finish_stream ? to : nullptr};
   // The stream is kept here until the request is over, whatever the path below.
-  std::shared_ptr<outbound> keep = stream;
+  std::shared_ptr<outbound> holding = stream;
   if (closed) return;
-  // One lookup admits the request or finds the duplicate; on a duplicate nothing is
-  // constructed and nothing is moved from.
-  auto [slot, admitted] = in_flight.try_emplace(std::move(key), self, *this, id, std::move(stream), finish_stream);
-  if (!admitted) {
+  const auto refuse_duplicate = [&] {
     // id null: answering with the id would make two responses carry it, and the peer
     // could not tell which request each one ends.
     std::string buf;
     ir::append_error(buf, std::nullopt, static_cast<std::int64_t>(ir::errc::invalid_request),
                      "Invalid Request: request id " + id.to_json() + " is already in flight");
     send(to, std::move(buf));
+  };
+  // A 2026 request that may answer `input_required` has its retry's input read and its
+  // state checked before anything is admitted; a retry whose frame is kept resumes it.
+  std::optional<retry_plan> plan;
+  if (own_peer && own_peer->is_modern() && detail::may_require_input(method)) {
+    plan.emplace(plan_retry(self, method, params, *own_peer));
+    if (plan->refusal) {
+      send_error_to(to, id, ir::errc::invalid_params, *plan->refusal);
+      return;
+    }
+    if (!plan->resume.empty()) {
+      if (in_flight.contains(key)) {
+        keep(std::move(plan->resume));
+        refuse_duplicate();
+        return;
+      }
+      done.to = nullptr;  // the resumed request finishes its stream
+      resume(self, std::move(plan->resume), std::move(key), id, params, std::move(stream), finish_stream,
+             std::move(*own_peer), *plan->memory);
+      return;
+    }
+  }
+  // One lookup admits the request or finds the duplicate; on a duplicate nothing is
+  // constructed and nothing is moved from.
+  auto [slot, admitted] = in_flight.try_emplace(std::move(key), self, *this, id, std::move(stream), finish_stream);
+  if (!admitted) {
+    refuse_duplicate();
     return;
   }
-  call& record = slot->second;
+  runner_call& record = slot->second;
+  record.key_in_table = &slot->first;
+  if (plan) {
+    record.rounds = true;
+    record.binding = plan->binding;
+    record.round = plan->round;
+    record.remembered = std::move(plan->memory);
+  }
   const ir::request_id& node_key = slot->first;
   if (own_peer) {
     record.own_peer = std::move(own_peer);
@@ -347,12 +304,14 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   // the entry of a spawned request, so the key is there until then (and copying it
   // would allocate for a long string id).
   start(executor, std::move(std::get<1>(outcome)),
-        [self = self.shared_from_this(), key_in_node = &node_key](std::exception_ptr failure, detail::reply r) {
+        [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
+                                                                                 detail::reply r) {
           impl& st = *self->impl_;
           // Out of the table first (as before any answer), but kept alive until the
-          // answer is sent: the node holds the id and peer the answer needs.
-          auto entry = st.in_flight.extract(*key_in_node);
-          call& c = entry.mapped();
+          // answer is sent: the node holds the id and peer the answer needs. A frame
+          // kept for a retry that never came ends in the kept table.
+          auto entry = rec->kept ? st.kept.extract(*key_in_node) : st.in_flight.extract(*key_in_node);
+          runner_call& c = entry.mapped();
           const std::shared_ptr<outbound> to = std::move(c.stream);
           stream_finisher finished{c.finish_stream ? to.get() : nullptr};
           if (c.cancelled) return;
@@ -443,6 +402,8 @@ void request_runner::close() {
                                               "the session ended before the peer answered", {}});
     w->handle.resume();
   }
+  // Frames kept for a retry will not get one from this runner.
+  s.let_go_all();
   std::vector<std::stop_source> stops;
   for (auto& [id, c] : s.in_flight) {
     c.cancelled = true;
@@ -450,6 +411,13 @@ void request_runner::close() {
   }
   for (std::stop_source& stop : stops) stop.request_stop();
 }
+
+void request_runner::let_go_frame(std::uint64_t frame) {
+  auto keep_alive = shared_from_this();
+  impl_->let_go(frame);
+}
+
+std::size_t request_runner::kept_frames() const noexcept { return impl_->kept.size(); }
 
 bool request_runner::is_closed() const noexcept { return impl_->closed; }
 

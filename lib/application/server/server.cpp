@@ -13,6 +13,8 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include "multi_round.hpp"
+
 namespace droid {
 
 /// The mutable part of a server, behind one mutex.
@@ -86,7 +88,10 @@ listings shape_listings(const boost::json::object& full, listing_kind kind) {
 }  // namespace detail
 
 server::server(server_info info, server_options options)
-    : info_(std::move(info)), options_(std::move(options)), registry_(std::make_unique<registry>()) {
+    : info_(std::move(info)),
+      options_(std::move(options)),
+      registry_(std::make_unique<registry>()),
+      multi_round_(std::make_unique<detail::multi_round_context>(options_.multi_round)) {
   if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
   modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
   ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));
@@ -116,6 +121,8 @@ boost::json::object server::capabilities(protocol_revision revision) const {
 }
 
 server::~server() = default;
+
+std::size_t server::kept_frames() const noexcept { return multi_round_->kept(); }
 
 void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
   if (!is_valid_tool_name(entry->info.name))

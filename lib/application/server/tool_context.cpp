@@ -62,6 +62,15 @@ exchange_awaiter tool_context::exchange(std::string method, const boost::json::o
   return exchange(std::move(method), ir::to_json_text(params), std::move(stop));
 }
 
+exchange_awaiter tool_context::exchange(std::string method, std::string params_json, ask_options options) {
+  return exchange_awaiter(*channel_, std::move(method), std::move(params_json), stop_, std::move(options.stop),
+                          std::move(options.key));
+}
+
+exchange_awaiter tool_context::exchange(std::string method, const boost::json::object& params, ask_options options) {
+  return exchange(std::move(method), ir::to_json_text(params), std::move(options));
+}
+
 namespace detail {
 
 std::string_view where_declared(const peer_info& peer) noexcept {
@@ -102,6 +111,11 @@ exchange_error malformed(std::string what) { return detail::malformed_answer(std
 
 task<exchange_outcome<elicit_action>> tool_context::elicit_url(std::string message, std::string url,
                                                                std::string elicitation_id, std::stop_token stop) {
+  return elicit_url(std::move(message), std::move(url), std::move(elicitation_id), ask_options(std::string(), std::move(stop)));
+}
+
+task<exchange_outcome<elicit_action>> tool_context::elicit_url(std::string message, std::string url,
+                                                               std::string elicitation_id, ask_options options) {
   using outcome = exchange_outcome<elicit_action>;
   const boost::json::value* e = peer_->capabilities.if_contains("elicitation");
   if (!e || !e->is_object() || !e->get_object().contains("url"))
@@ -111,7 +125,7 @@ task<exchange_outcome<elicit_action>> tool_context::elicit_url(std::string messa
                                          ", so it cannot be sent to a URL",
                                      {}});
   boost::json::object params{{"mode", "url"}, {"message", message}, {"url", url}, {"elicitationId", elicitation_id}};
-  exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
+  exchange_result answer = co_await exchange("elicitation/create", params, std::move(options));
   if (!answer) co_return outcome(answer.error());
   elicit_action action{};
   if (!detail::parse_elicit_action(answer.value(), action))
@@ -128,6 +142,10 @@ send_awaiter tool_context::elicitation_complete(std::string_view elicitation_id)
 }
 
 task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request request, std::stop_token stop) {
+  return sample(std::move(request), ask_options(std::string(), std::move(stop)));
+}
+
+task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request request, ask_options options) {
   using outcome = exchange_outcome<sampling_result>;
   if (!request.tools.empty()) {
     const boost::json::value* sampling = peer_->capabilities.if_contains("sampling");
@@ -138,7 +156,7 @@ task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request re
                                            ", so a sampling request cannot offer tools",
                                        {}});
   }
-  exchange_result answer = co_await exchange("sampling/createMessage", to_json(request), std::move(stop));
+  exchange_result answer = co_await exchange("sampling/createMessage", to_json(request), std::move(options));
   if (!answer) co_return outcome(answer.error());
   sampling_result result;
   std::string error;
@@ -147,8 +165,12 @@ task<exchange_outcome<sampling_result>> tool_context::sample(sampling_request re
 }
 
 task<exchange_outcome<std::vector<root>>> tool_context::list_roots(std::stop_token stop) {
+  return list_roots(ask_options(std::string(), std::move(stop)));
+}
+
+task<exchange_outcome<std::vector<root>>> tool_context::list_roots(ask_options options) {
   using outcome = exchange_outcome<std::vector<root>>;
-  exchange_result answer = co_await exchange("roots/list", std::string("{}"), std::move(stop));
+  exchange_result answer = co_await exchange("roots/list", std::string("{}"), std::move(options));
   if (!answer) co_return outcome(answer.error());
   std::vector<root> roots;
   std::string error;
@@ -157,10 +179,11 @@ task<exchange_outcome<std::vector<root>>> tool_context::list_roots(std::stop_tok
 }
 
 exchange_awaiter::exchange_awaiter(detail::request_channel& channel, std::string method, std::string params_json,
-                                   std::stop_token call_stop, std::stop_token extra_stop)
+                                   std::stop_token call_stop, std::stop_token extra_stop, std::string key)
     : channel_(&channel),
       method_(std::move(method)),
       params_(std::move(params_json)),
+      key_(std::move(key)),
       call_stop_(std::move(call_stop)),
       extra_stop_(std::move(extra_stop)) {}
 
@@ -170,8 +193,8 @@ bool exchange_awaiter::await_ready() {
                                              "the request was cancelled before the question was asked", {}});
     return true;
   }
-  if (auto refusal = channel_->exchange_refusal(method_)) {
-    result_ = exchange_result(std::move(*refusal));
+  if (auto settled = channel_->settle_now(method_, params_, key_)) {
+    result_ = std::move(*settled);
     return true;
   }
   return false;
@@ -183,7 +206,7 @@ void exchange_awaiter::await_suspend(std::coroutine_handle<> h) {
   // Mint, record and publish, then arm cancellation. All on the session's shard: no stop
   // request can arrive from elsewhere in between, and publishing only queues the message
   // for the stream's writer, so nothing resumes `h` before this returns.
-  id_ = channel_->begin_exchange(waiter_, method_, params_);
+  id_ = channel_->begin_exchange(waiter_, method_, params_, std::move(key_));
   if (call_stop_.stop_possible()) on_call_stop_.emplace(call_stop_, canceller{this});
   if (extra_stop_.stop_possible()) on_extra_stop_.emplace(extra_stop_, canceller{this});
 }

@@ -714,21 +714,22 @@ TEST_SUITE("application/modern") {
     CHECK(droid::live_frames() == 0);
   }
 
-  TEST_CASE("a tool's question to the client in a 2026 request is refused at once, naming 2026-07-28") {
-    // Multi round-trip (input_required) is not built yet; until then a question must not
-    // go out on a stream the client will not answer on, nor leave the tool parked.
+  TEST_CASE("a 2026 request's question for a capability its _meta did not declare is refused at once") {
+    // The question would go into an input_required result the client cannot answer; the
+    // tool learns why at once (rounds_test.cpp covers the questions that are asked).
     for (const char* tool : {"ask", "sample"}) {
       CAPTURE(tool);
       {
         fixture f;
         const auto r = f.send(modern("1", "tools/call", std::string(R"("name":")") + tool + R"(","arguments":{})",
-                                     meta(R"({"sampling":{},"roots":{}})")));
+                                     meta(R"({"elicitation":{}})")));
         check_modern_result(r);  // the only message: no question was sent
         CHECK(r.at("result").at("isError") == true);
         CHECK(f.asked_condition == droid::errc::exchange_refused);
-        CHECK(f.asked_message.find("2026-07-28") != std::string::npos);
+        CHECK(f.asked_message.find("in the request's _meta") != std::string::npos);
         CHECK(f.s->outstanding_exchanges() == 0);
         CHECK(f.s->in_flight() == 0);
+        CHECK(f.srv.kept_frames() == 0);
       }
       CHECK(droid::live_frames() == 0);
     }

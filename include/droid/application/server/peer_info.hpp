@@ -43,6 +43,9 @@ struct peer_info {
   /// session, `io.modelcontextprotocol/logLevel` in a 2026 request's `_meta`); none until
   /// it asks, and then nothing is sent.
   std::optional<log_level> min_log_level{};
+  /// Who the transport authenticated the request as (empty: no authentication). A
+  /// 2026-07-28 `requestState` is bound to it, so another principal cannot present it.
+  std::string principal{};
 
   /// True when the client declared the top-level capability `name`.
   [[nodiscard]] bool has_capability(std::string_view name) const noexcept {

@@ -20,7 +20,8 @@
 /// - reply framing: results of a 2026 request carry `resultType` and the server's
 ///   identity, whichever handler made them;
 /// - the request channel a tool's context talks to, and the table of questions it asked
-///   the client (2025 sessions only: a 2026 request cannot ask).
+///   the client: server requests in a 2025 session; in a 2026-07-28 request, rounds of
+///   `input_required` whose retry resumes the same frame (rounds.cpp, docs/exchange.md).
 ///
 /// ## Why the table key is separate from the request id
 /// Where one peer owns the id space (a 2025 session, a stdio connection) the key is the
@@ -30,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -45,6 +47,7 @@
 namespace droid {
 
 class server;
+struct runner_call;
 
 /// Serves requests on one shard: their records, their tasks, their answers.
 ///
@@ -99,8 +102,16 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// Answers that match nothing are dropped and counted, never dispatched.
   void route_answer(const ir::message& msg);
 
+  /// Ends the 2026-07-28 frame `frame` kept on this runner for a retry (engine internal:
+  /// another shard posts it when the server-wide bound lets the frame go, or when a retry
+  /// that reached that shard replays instead). Unknown frames are ignored.
+  void let_go_frame(std::uint64_t frame);
+
   /// Requests being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;
+  /// Frames of 2026-07-28 requests kept for their retry (suspended tools that asked the
+  /// client something and answered `input_required`).
+  [[nodiscard]] std::size_t kept_frames() const noexcept;
   /// True when a request is being served under `key`.
   [[nodiscard]] bool is_in_flight(const ir::request_id& key) const;
   /// Questions to the peer waiting for an answer.
@@ -114,6 +125,7 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   struct impl;
 
  private:
+  friend struct runner_call;  // a request's record posts its round's answer (rounds.cpp)
   explicit request_runner(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

@@ -86,9 +86,37 @@ struct server_options {
     cache_hint reads{std::chrono::milliseconds(0), cache_scope::private_};
   };
   cache_hints cache{};
+
+  /// Multi round-trip requests (2026-07-28): a tool's question becomes an
+  /// `input_required` result and the client's retry resumes the tool. Every bound is on
+  /// by default; see docs/exchange.md.
+  struct multi_round_options {
+    /// Secrets that seal `requestState` (authenticated encryption), newest first, each at
+    /// least 32 bytes: state is sealed with the first and opened with any, so a secret is
+    /// rotated by putting the new one first and dropping the old one a state lifetime
+    /// later. Empty: a random secret per process, so state outlives neither a restart nor
+    /// the process (give the same secrets to every instance behind one balancer).
+    std::vector<std::string> state_secrets{};
+    /// How long a client has to answer: a `requestState` older than this is refused.
+    std::chrono::milliseconds state_ttl{std::chrono::minutes(10)};
+    /// A larger `requestState` is refused unread; the server keeps the ones it makes
+    /// below it (dropping the recorded answers first: see docs/exchange.md).
+    std::size_t max_state_bytes = 64 * 1024;
+    /// Rounds one request may take before it is refused (a client that never answers
+    /// what the tool needs would otherwise loop forever).
+    std::uint32_t max_rounds = 32;
+    /// Suspended tools kept in memory across rounds, server-wide (the oldest is let go
+    /// first), and for how long. A retry that finds no frame replays the tool, so these
+    /// bound memory, not correctness. 0 keeps none: every retry replays.
+    std::size_t max_kept_frames = 1024;
+    std::chrono::milliseconds frame_ttl{std::chrono::minutes(5)};
+  };
+  multi_round_options multi_round{};
 };
 
 namespace detail {
+
+class multi_round_context;
 
 /// One listing (a `tools/list` entry, say) serialised once per revision, with the fields
 /// that revision does not have left out. Why precomputed: a list is served far more often
@@ -503,6 +531,11 @@ class server {
   /// `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{...}}`: the
   /// members every 2026-07-28 result starts with, serialised once.
   [[nodiscard]] std::string_view modern_result_members() const noexcept { return modern_result_members_; }
+  /// What multi round-trip requests share across this server's shards: the sealer, the
+  /// kept frames' registry (engine internal).
+  [[nodiscard]] detail::multi_round_context& multi_round() const noexcept { return *multi_round_; }
+  /// Suspended tools kept for a 2026-07-28 retry, server-wide.
+  [[nodiscard]] std::size_t kept_frames() const noexcept;
   /// Writes a diagnostic line through `options().log`.
   void log(std::string_view line) const;
 
@@ -559,6 +592,7 @@ class server {
   server_options options_;
   std::string modern_result_members_;
   std::unique_ptr<registry> registry_;
+  std::unique_ptr<detail::multi_round_context> multi_round_;
 };
 
 }  // namespace droid

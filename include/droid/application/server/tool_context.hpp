@@ -92,6 +92,8 @@ struct elicitation {
 
 namespace detail {
 
+struct context_rebind;
+
 /// A suspended exchange as the session's table holds it: whom to resume, and where the
 /// answer goes. Lives in the awaiter, so parking a coroutine allocates nothing.
 struct exchange_waiter {
@@ -110,13 +112,19 @@ class request_channel {
   /// Ends the current connection of the request's stream, keeping the stream resumable.
   virtual void close_stream() = 0;
 
-  /// Nothing when a request `method` can be sent to the peer now; otherwise why not
-  /// (refused: with the setting or capability that would allow it; or the session ended).
-  virtual std::optional<exchange_error> exchange_refusal(std::string_view method) = 0;
-  /// Mints an id, records `waiter` under it and publishes the request on this request's
-  /// stream; returns the id. Runs inside `await_suspend`.
+  /// What becomes of question `method` before anything is sent: a refusal (with the
+  /// setting or capability that would allow it, or "the session ended"), an answer known
+  /// already (a 2026-07-28 retry that carries it, or a replay that recorded it), or
+  /// nothing: the question must wait (`begin_exchange`). `key` is the name the tool gave
+  /// the question, or empty; the channel fills in the name it will go by.
+  virtual std::optional<exchange_result> settle_now(std::string_view method, std::string_view params_json,
+                                                    std::string& key) = 0;
+  /// Records `waiter` for the question and makes it known to the peer: a 2025 request is
+  /// published on this request's stream, a 2026 one becomes an entry of the request's
+  /// `inputRequests`. Returns the id `cancel_exchange` names it by. Runs inside
+  /// `await_suspend`.
   virtual std::int64_t begin_exchange(exchange_waiter& waiter, std::string_view method,
-                                      std::string_view params_json) = 0;
+                                      std::string_view params_json, std::string key) = 0;
   /// Takes the waiter for `id` out of the table (if it is still there), tells the peer
   /// with `notifications/cancelled`, and resumes it with `errc::cancelled`.
   virtual void cancel_exchange(std::int64_t id) = 0;
@@ -126,10 +134,43 @@ class request_channel {
   /// end from a dropped connection; every other request the server ends falls silent.
   virtual void answer_when_ended() = 0;
 
+  /// The value `tool_context::once` recorded under `key` in an earlier round of this
+  /// request (carried in its `requestState`), or null.
+  [[nodiscard]] virtual const boost::json::value* recorded_once(std::string_view key) = 0;
+  /// Records what `once(key, ...)` produced, so a replay of this request gets it back
+  /// instead of running the side effect again.
+  virtual void record_once(std::string_view key, const boost::json::value& value) = 0;
+
  protected:
   ~request_channel() = default;
 };
 }  // namespace detail
+
+/// How a question to the client is asked, besides what it asks.
+///
+///     co_await ctx.elicit<name_form>("What is your name?", "user_name");
+///
+/// Why constructors and not an aggregate: g++ 12 miscompiles an aggregate temporary
+/// passed by value to a coroutine (`ctx.elicit<T>(m, {.key = "k"})` frees the key's
+/// storage from the wrong frame); with constructors the same call is safe on every
+/// compiler.
+class ask_options {
+ public:
+  ask_options() = default;
+  /// A key alone, from a literal: `ctx.list_roots("client_roots")`.
+  ask_options(const char* key) : key(key) {}  // NOLINT(google-explicit-constructor): the point is brevity
+  ask_options(std::string key, std::stop_token stop = {}) : key(std::move(key)), stop(std::move(stop)) {}
+
+  /// The question's name in a 2026-07-28 `inputRequests` map, which the client's
+  /// `inputResponses` answers by. Empty: the framework names it from the method and the
+  /// order in which the tool asks (`elicitation-1`, `sampling-2`, ...), which is stable
+  /// from one round of the request to the next. Give one when a client or a test expects
+  /// a name; it must be unique within the request. Ignored by 2025 sessions, which send
+  /// real requests with ids of their own.
+  std::string key{};
+  /// An extra token that cancels the question (a deadline of the tool's own).
+  std::stop_token stop{};
+};
 
 /// An awaitable that completes at once: sending is enqueueing for the stream's writer.
 ///
@@ -141,13 +182,17 @@ struct [[nodiscard]] send_awaiter {
   void await_resume() const noexcept {}
 };
 
-/// The awaiter of `tool_context::exchange`: parks the tool in the session's exchange
-/// table until the peer answers, the request is cancelled, or the session ends.
+/// The awaiter of `tool_context::exchange`: parks the tool until the peer answers, the
+/// request is cancelled, or the session ends. In a 2025 session the question is a
+/// server request on the request's stream; in a 2026-07-28 request it is an entry of the
+/// `input_required` result, and the retry that answers it resumes the same frame.
 ///
 /// Why each step is where it is (STYLE.md 3.5):
-/// - `await_ready` is the refusal path: a session that cannot carry the question (single
-///   JSON answers, stateless HTTP, a client without the capability, a closed session, a
-///   cancelled call) completes at once, and nothing is minted, recorded or published.
+/// - `await_ready` is the path that needs no waiting: a session that cannot carry the
+///   question (single JSON answers, stateless 2025 HTTP, a client without the
+///   capability, a closed session, a cancelled call) completes at once, and nothing is
+///   minted, recorded or published; so does a 2026 question whose answer the retry (or
+///   its `requestState`) already carries.
 /// - `await_suspend` mints, records, registers the stop callback, then publishes, all on
 ///   the session's shard, so no other code can see an id that has no waiter; publishing
 ///   only enqueues for the stream's writer, so nothing can resume the tool before
@@ -160,7 +205,7 @@ class [[nodiscard]] exchange_awaiter {
  public:
   /// Cancelled by either token: the call's own and an optional extra one.
   exchange_awaiter(detail::request_channel& channel, std::string method, std::string params_json,
-                   std::stop_token call_stop, std::stop_token extra_stop);
+                   std::stop_token call_stop, std::stop_token extra_stop, std::string key = {});
   exchange_awaiter(const exchange_awaiter&) = delete;
   exchange_awaiter& operator=(const exchange_awaiter&) = delete;
 
@@ -178,6 +223,7 @@ class [[nodiscard]] exchange_awaiter {
   detail::request_channel* channel_;
   std::string method_;
   std::string params_;
+  std::string key_;
   std::stop_token call_stop_;
   std::stop_token extra_stop_;
   exchange_result result_{};
@@ -221,7 +267,8 @@ class tool_context {
   [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
   [[nodiscard]] bool is_cancelled() const noexcept { return stop_.stop_requested(); }
 
-  /// The id of the request being served, as the peer sent it.
+  /// The id of the request being served, as the peer sent it (in a 2026-07-28 request
+  /// that took several rounds, the id of the round being served).
   [[nodiscard]] const ir::request_id& request_id() const noexcept { return id_; }
   /// What the client declared: version, identity, capabilities.
   [[nodiscard]] const peer_info& peer() const noexcept { return *peer_; }
@@ -260,21 +307,31 @@ class tool_context {
   /// The same with params as a JSON object.
   [[nodiscard]] exchange_awaiter exchange(std::string method, const boost::json::object& params,
                                           std::stop_token stop = {});
+  /// The same with a name for the question (see `ask_options::key`).
+  [[nodiscard]] exchange_awaiter exchange(std::string method, std::string params_json, ask_options options);
+  [[nodiscard]] exchange_awaiter exchange(std::string method, const boost::json::object& params,
+                                          ask_options options);
 
   /// Asks the client's model to complete `request` (`sampling/createMessage`). Refused
   /// when the client did not declare `sampling` (or `sampling.tools`, when the request
   /// carries tools).
   [[nodiscard]] task<exchange_outcome<sampling_result>> sample(sampling_request request, std::stop_token stop = {});
+  [[nodiscard]] task<exchange_outcome<sampling_result>> sample(sampling_request request, ask_options options);
 
   /// Asks the client for its roots (`roots/list`). Refused when it did not declare `roots`.
   [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(std::stop_token stop = {});
+  [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(ask_options options);
 
   /// Asks the user to fill in a form (`elicitation/create`, form mode) whose
   /// `requestedSchema` comes from the described flat struct `T` (see elicitation.hpp),
   /// and decodes an accepted answer into `T`. Decline and cancel are distinct actions,
   /// not errors; an accepted answer that does not fit `T` is a `peer_error`.
   template <class T>
-  [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, std::stop_token stop = {});
+  [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, std::stop_token stop = {}) {
+    return elicit<T>(std::move(message), ask_options(std::string(), std::move(stop)));
+  }
+  template <class T>
+  [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, ask_options options);
 
   /// Sends the user to `url` for something the client must not see (a login, a payment:
   /// URL-mode elicitation, 2025-11-25) and returns what the user chose. Refused unless
@@ -283,6 +340,28 @@ class tool_context {
   [[nodiscard]] task<exchange_outcome<elicit_action>> elicit_url(std::string message, std::string url,
                                                                  std::string elicitation_id,
                                                                  std::stop_token stop = {});
+  [[nodiscard]] task<exchange_outcome<elicit_action>> elicit_url(std::string message, std::string url,
+                                                                 std::string elicitation_id, ask_options options);
+  /// Runs `effect` once per request, however many rounds the request takes, and returns
+  /// what it produced. Why: a 2026-07-28 request whose frame is gone (the server
+  /// restarted, the retry reached another instance) is replayed from the start with the
+  /// answers the client gave so far; a side effect in the tool (charging a card, sending
+  /// a mail) would run again. `once` records `effect`'s value under `key` in the
+  /// request's sealed `requestState`, and a replay gets the value back without running
+  /// `effect`. Outside a 2026 request (or before any question) it simply runs `effect`.
+  /// `key` must be unique within the request; the value must be JSON (it travels in
+  /// the state, so keep it small: a receipt id, not a document). A cancelled request
+  /// (or a frame let go because its retry did not come) never runs `effect`: `once`
+  /// then returns null, so an abandoned tool that carries on cannot repeat the effect.
+  template <class Effect>
+  [[nodiscard]] task<boost::json::value> once(std::string key, Effect effect) {
+    if (const boost::json::value* recorded = channel_->recorded_once(key)) co_return *recorded;
+    if (stop_.stop_requested()) co_return boost::json::value();
+    boost::json::value value = co_await effect();
+    channel_->record_once(key, value);
+    co_return value;
+  }
+
   /// Sends `notifications/elicitation/complete` for a URL-mode elicitation.
   send_awaiter elicitation_complete(std::string_view elicitation_id);
 
@@ -294,6 +373,10 @@ class tool_context {
   void close_stream() { channel_->close_stream(); }
 
  private:
+  // A 2026-07-28 retry resumes the frame that asked: the request it then serves has the
+  // retry's id and progress token (request_runner.cpp).
+  friend struct detail::context_rebind;
+
   detail::request_channel* channel_;
   const peer_info* peer_;
   ir::request_id id_;
@@ -317,11 +400,11 @@ std::optional<exchange_error> form_elicitation_refusal(const peer_info& peer);
 }  // namespace detail
 
 template <class T>
-task<exchange_outcome<elicitation<T>>> tool_context::elicit(std::string message, std::stop_token stop) {
+task<exchange_outcome<elicitation<T>>> tool_context::elicit(std::string message, ask_options options) {
   using outcome = exchange_outcome<elicitation<T>>;
   if (auto refused = detail::form_elicitation_refusal(*peer_)) co_return outcome(std::move(*refused));
   boost::json::object params{{"message", message}, {"requestedSchema", elicitation_schema<T>()}};
-  exchange_result answer = co_await exchange("elicitation/create", params, std::move(stop));
+  exchange_result answer = co_await exchange("elicitation/create", params, std::move(options));
   if (!answer) co_return outcome(answer.error());
   elicitation<T> result;
   if (!detail::parse_elicit_action(answer.value(), result.action))

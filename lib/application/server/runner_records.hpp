@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The request runner's records: one `call` per request being served (or frame kept for
+/// a 2026-07-28 retry), and the runner's state around them.
+///
+/// Application layer, private. Shared by the two files that make up the runner:
+/// request_runner.cpp (admission, spawning, cancellation, the 2025 exchange) and
+/// rounds.cpp (the 2026-07-28 rounds: questions that become `input_required`, frames
+/// kept for the retry, replay). Why split: the rounds are a concern of their own (state,
+/// sealing, a second table, timers) that a reader of admission should not wade through.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <boost/json/value.hpp>
+
+#include <droid/application/server/outbound.hpp>
+#include <droid/application/server/peer_info.hpp>
+#include <droid/application/server/request_runner.hpp>
+#include <droid/application/server/tool_context.hpp>
+#include <droid/domain/ir/request_id.hpp>
+
+#include "dispatcher.hpp"
+#include "multi_round.hpp"
+
+namespace droid {
+namespace detail {
+
+/// Rewrites what a resumed tool's context says about the request it serves (the
+/// retry's id and progress token). Why a friend and not a setter: only the runner may
+/// move a frame to another request.
+struct context_rebind {
+  static void to(tool_context& c, ir::request_id id, std::optional<ir::request_id> progress) {
+    c.id_ = std::move(id);
+    c.progress_token_ = std::move(progress);
+  }
+};
+
+/// A question a 2026-07-28 tool asked and waits on: what goes into `inputRequests`, and
+/// whom to resume. `method` and `params` point into the awaiter, which lives as long as
+/// the question does.
+struct pending_question {
+  std::string key;
+  std::string_view method;
+  std::string_view params;
+  std::uint64_t hash = 0;
+  exchange_waiter* waiter = nullptr;
+  std::int64_t id = 0;
+};
+
+/// What a 2026-07-28 request remembers across rounds. Allocated the first time the
+/// request asks (or a retry brings state), so a request that asks nothing pays nothing.
+struct round_memory {
+  /// The answers this execution used, in order: the transcript the next state carries.
+  std::vector<recorded_answer> answers;
+  /// What `once` recorded (carried from the state, then added to).
+  std::vector<std::pair<std::string, boost::json::value>> onces;
+  /// A replay's book: the state's answers by key, to answer re-asked questions at once.
+  std::unordered_map<std::string, recorded_answer> recorded;
+  /// The state's outstanding questions by key: an `inputResponses` answer counts for the
+  /// question it was asked for, not a changed one under the same key.
+  std::unordered_map<std::string, std::uint64_t> stated_asked;
+  /// The retry's `inputResponses` (a replay consults them as questions are re-asked).
+  retry_input input;
+  /// An answer that did not fit its question: the round ends with this -32602 instead
+  /// of another `input_required`.
+  std::string input_error;
+};
+
+}  // namespace detail
+
+/// One request being served: its stop source, its view of the client, and the context
+/// its tool sees. Lives in the in-flight table's node, under the request's key, so
+/// admitting a request allocates once. A 2026-07-28 request whose tool waits for the
+/// client's answers moves (the same node) to the kept table until the retry comes.
+struct runner_call final : detail::request_channel {
+  runner_call(request_runner& r, request_runner::impl& st, ir::request_id i, std::shared_ptr<outbound> o,
+              bool finish)
+      : owner(r), state(st), id(std::move(i)), stream(std::move(o)), finish_stream(finish) {}
+  void notify(std::string_view method, std::string params_json) override;
+  void close_stream() override {
+    if (stream && !cancelled) stream->interrupt();
+  }
+  std::optional<exchange_result> settle_now(std::string_view method, std::string_view params_json,
+                                            std::string& key) override;
+  std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                              std::string_view params_json, std::string key) override;
+  void cancel_exchange(std::int64_t exchange_id) override;
+  void answer_when_ended() override { graceful = true; }
+  const boost::json::value* recorded_once(std::string_view key) override;
+  void record_once(std::string_view key, const boost::json::value& value) override;
+
+  // The 2026-07-28 halves of the above (rounds.cpp).
+  std::optional<exchange_result> settle_round(std::string_view method, std::string_view params_json,
+                                              std::string& key);
+  std::int64_t ask_in_round(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
+                            std::string key);
+  void withdraw_question(std::int64_t question_id);
+  detail::round_memory& memory();
+
+  request_runner& owner;
+  request_runner::impl& state;
+  /// The id the peer gave the request, which its answer carries.
+  ir::request_id id;
+  /// Where this request's notifications and response go (the POST's stream on HTTP).
+  std::shared_ptr<outbound> stream;
+  std::stop_source stop;
+  bool cancelled = false;
+  /// Ended by the runner's close, it still answers (see `answer_when_ended`).
+  bool graceful = false;
+  /// The stream was given for this request alone and ends with it.
+  bool finish_stream = false;
+  /// The client as this request sees it: a session's (`peer` points there) or its own.
+  const peer_info* peer = nullptr;
+  std::optional<peer_info> own_peer;
+  std::optional<tool_context> context;
+
+  /// The key of this record in its table (in the node itself, so it stays valid while
+  /// the record lives, whichever table holds it and whatever it is keyed by).
+  const ir::request_id* key_in_table = nullptr;
+
+  // ---- 2026-07-28 rounds (tools/call, prompts/get, resources/read) --------------------
+  /// This request may answer `input_required` (a 2026 request of one of those methods).
+  bool rounds = false;
+  /// In the kept table, waiting for the retry (no stream: the round was answered).
+  bool kept = false;
+  /// An `input_required` answer is posted (questions asked in one go travel together).
+  bool flush_posted = false;
+  /// Questions this execution asked, for default keys.
+  std::uint32_t ordinal = 0;
+  /// Rounds answered so far (a replay continues its state's count).
+  std::uint32_t round = 0;
+  /// The kept frame's name, minted when the first round is answered.
+  std::uint64_t frame = 0;
+  std::uint64_t binding = 0;
+  std::int64_t next_question = 1;
+  std::vector<detail::pending_question> pending;
+  std::unique_ptr<detail::round_memory> remembered;
+  /// Lets a kept frame go when its time to live passes.
+  std::optional<asio::steady_timer> expiry;
+};
+
+struct request_runner::impl {
+  impl(server& s, asio::any_io_executor e) : srv(s), executor(std::move(e)), dispatch(s), rounds(s.multi_round()) {}
+
+  using table = std::unordered_map<ir::request_id, runner_call>;
+
+  void send(outbound* to, std::string text) const {
+    if (!closed && to) to->send(std::move(text));
+  }
+  void send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const;
+  void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const;
+  void send_error_to(outbound* to, const ir::request_id& id, ir::errc code, std::string_view text) const;
+
+  void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
+             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
+  void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
+             const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+             const peer_info* peer, std::optional<peer_info> own_peer);
+  bool resolve(std::int64_t id, exchange_result outcome);
+
+  // ---- rounds.cpp --------------------------------------------------------------------
+  /// What admission learnt about a 2026 retry before dispatching it.
+  struct retry_plan {
+    /// The reply when the retry is refused (malformed input, bad state): sent, done.
+    std::optional<std::string> refusal;
+    /// The memory a replay starts with (null: a first round, nothing to remember).
+    std::unique_ptr<detail::round_memory> memory;
+    std::uint32_t round = 0;
+    std::uint64_t binding = 0;
+    /// The kept frame the retry resumes, taken out of the kept table (empty: replay).
+    table::node_type resume;
+  };
+  /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the
+  /// state, and finds the frame it names.
+  retry_plan plan_retry(request_runner& self, std::string_view method, const ir::json_node* params,
+                        const peer_info& peer);
+  /// Hands a kept frame the retry's stream and id, and the answers it waits for.
+  void resume(request_runner& self, table::node_type node, ir::request_id key, const ir::request_id& id,
+              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+              peer_info&& peer, detail::round_memory& retry);
+  /// Answers the round: `input_required` with every outstanding question (posted, so
+  /// that questions asked in one go, `when_all`, travel together).
+  void flush(const ir::request_id& key, runner_call* expected);
+  /// Moves an answered round's record to the kept table until its retry or its expiry.
+  void keep(table::node_type node);
+  /// Ends a kept frame (its stop token fires; it unwinds and is freed).
+  void let_go(std::uint64_t frame);
+  void let_go_all();
+
+  server& srv;
+  asio::any_io_executor executor;
+  detail::dispatcher dispatch;
+  detail::multi_round_context& rounds;
+  bool closed = false;
+  std::size_t dropped = 0;
+  /// The requests being served. Node-based on purpose: a call's address (its tool's
+  /// context points at it) and its key (its task reads it) must not move when the
+  /// table grows.
+  table in_flight;
+  /// Frames of 2026 requests whose round was answered `input_required`, by frame name
+  /// (as an integer key), until the retry resumes them or they expire. The same node
+  /// type as `in_flight`: a frame moves between the two without moving in memory.
+  table kept;
+
+  /// Questions to the peer awaiting its answer, by the id we minted.
+  ///
+  /// Why ids start at 2^40: they share one JSON-RPC channel with the peer's own ids, and
+  /// a minted id that met one of the peer's would make the in-flight check report a
+  /// duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
+  /// still exact in a JavaScript number.
+  std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
+  std::int64_t next_exchange_id = std::int64_t{1} << 40;
+};
+
+/// Calls `finish()` on a request's stream when it goes out of scope, so that every exit
+/// path of a request (answered, refused, cancelled, thrown through) ends its stream.
+struct stream_finisher {
+  outbound* to;
+  ~stream_finisher() {
+    if (to) to->finish();
+  }
+};
+
+}  // namespace droid
