@@ -37,6 +37,7 @@
 
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/json_node.hpp>
+#include <droid/domain/ir/request_id.hpp>
 
 #include "sealed_state.hpp"
 
@@ -62,6 +63,9 @@ inline constexpr std::uint64_t hash_seed = 14695981039346656037ull;
 
 /// The capability a client must declare before it may be asked `method` (empty: none).
 [[nodiscard]] std::string_view capability_for(std::string_view method) noexcept;
+
+/// The `progressToken` in a request's `_meta`, if it has one.
+[[nodiscard]] std::optional<ir::request_id> progress_token_of(const ir::json_node* params);
 
 /// True for the methods a 2026-07-28 server may answer `input_required` (tools/call,
 /// prompts/get, resources/read); every other method must never.

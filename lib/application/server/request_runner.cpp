@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 
 #include <droid/application/server/server.hpp>
 #include <droid/application/spawn.hpp>
@@ -213,7 +214,7 @@ void runner_call::cancel_exchange(std::int64_t exchange_id) {
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
-                                 std::optional<peer_info> own_peer) {
+                                 std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned) {
   outbound* to = stream.get();
   stream_finisher done{finish_stream ? to : nullptr};
   // The stream is kept here until the request is over, whatever the path below.
@@ -229,9 +230,10 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   };
   // A 2026 request that may answer `input_required` has its retry's input read and its
   // state checked before anything is admitted; a retry whose frame is kept resumes it.
-  std::optional<retry_plan> plan;
-  if (own_peer && own_peer->is_modern() && detail::may_require_input(method)) {
+  std::optional<retry_plan> plan = std::move(preplanned);
+  if (!plan && own_peer && own_peer->is_modern() && detail::may_require_input(method))
     plan.emplace(plan_retry(self, method, params, *own_peer));
+  if (plan) {
     if (plan->refusal) {
       send_error_to(to, id, ir::errc::invalid_params, *plan->refusal);
       return;
@@ -243,8 +245,21 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
         return;
       }
       done.to = nullptr;  // the resumed request finishes its stream
-      resume(self, std::move(plan->resume), std::move(key), id, params, std::move(stream), finish_stream,
-             std::move(*own_peer), *plan->memory);
+      resume(self, std::move(plan->resume), std::move(key), id, detail::progress_token_of(params), std::move(stream),
+             finish_stream, std::move(*own_peer), *plan->memory);
+      return;
+    }
+    if (plan->forward_to) {
+      if (in_flight.contains(key) || forwarded.contains(key)) {
+        // Claimed but not handed over: its keeper lets it go (a later retry replays).
+        std::shared_ptr<request_runner> holder = plan->forward_to;
+        asio::post(holder->executor(), [holder, frame = plan->frame] { holder->let_go_frame(frame); });
+        refuse_duplicate();
+        return;
+      }
+      done.to = nullptr;  // the runner it goes to finishes its stream
+      forward(self, *plan, std::move(key), method, id, params, std::move(stream), finish_stream,
+              std::move(*own_peer));
       return;
     }
   }
@@ -371,7 +386,15 @@ void request_runner::send_result(outbound* to, const ir::request_id& id, std::st
 
 void request_runner::cancel(const ir::request_id& key) {
   auto it = impl_->in_flight.find(key);
-  if (it == impl_->in_flight.end()) return;
+  if (it == impl_->in_flight.end()) {
+    // A retry handed to the shard that keeps its frame is cancelled there.
+    if (auto f = impl_->forwarded.find(key); f != impl_->forwarded.end()) {
+      if (std::shared_ptr<request_runner> holder = f->second.lock())
+        asio::post(holder->executor(), [holder, key] { holder->cancel(key); });
+      impl_->forwarded.erase(f);
+    }
+    return;
+  }
   it->second.cancelled = true;
   // Copied first: the stop callbacks may resume the tool, which may finish and erase
   // its own entry.
@@ -418,6 +441,8 @@ void request_runner::let_go_frame(std::uint64_t frame) {
 }
 
 std::size_t request_runner::kept_frames() const noexcept { return impl_->kept.size(); }
+
+void request_runner::forget_forwarded(const ir::request_id& key) { impl_->forwarded.erase(key); }
 
 bool request_runner::is_closed() const noexcept { return impl_->closed; }
 

@@ -36,6 +36,7 @@
 #include <droid/application/server/server.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/codec.hpp>
+#include <droid/domain/mcp/schema.hpp>
 
 #include "multi_round.hpp"
 #include "runner_records.hpp"
@@ -56,15 +57,23 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-std::optional<ir::request_id> progress_token_of(const ir::json_node* params) {
-  ir::json_node meta, token;
-  if (!params || !params->find("_meta", meta) || !meta.find("progressToken", token)) return std::nullopt;
-  if (token.kind() == ir::json_node::type::integer) return ir::request_id(token.integer());
-  if (token.kind() == ir::json_node::type::string) return ir::request_id(std::string(token.string()));
-  return std::nullopt;
-}
+constexpr std::string_view frame_only_refusal =
+    "Invalid params: the tool this requestState belongs to is no longer suspended on this server, and its answers "
+    "were too large to travel in the state (server_options::multi_round.max_state_bytes): send the request again "
+    "without it";
 
 ir::request_id frame_key(std::uint64_t frame) { return ir::request_id(static_cast<std::int64_t>(frame)); }
+
+/// Gives a replay the `once` values of the frame it replaces. Why: a client that sends an
+/// older round's state back replays from before side effects the frame has since done;
+/// while the frame is at hand, its record says they happened.
+void inherit_onces(detail::round_memory& into, const runner_call& frame) {
+  if (!frame.remembered) return;
+  for (const auto& [key, value] : frame.remembered->onces) {
+    const bool known = std::any_of(into.onces.begin(), into.onces.end(), [&](const auto& o) { return o.first == key; });
+    if (!known) into.onces.emplace_back(key, value);
+  }
+}
 
 }  // namespace
 
@@ -156,6 +165,28 @@ void runner_call::record_once(std::string_view key, const boost::json::value& va
   memory().onces.emplace_back(std::string(key), value);
 }
 
+namespace {
+
+/// The stream of a retry served by another shard: it tells the shard that received the
+/// retry when the retry is over, so that shard forgets where it sent it.
+/// Affinity: used on the serving shard; `finish` posts back to the receiving one.
+class forwarded_stream final : public outbound {
+ public:
+  forwarded_stream(std::shared_ptr<outbound> inner, std::weak_ptr<request_runner> from, ir::request_id key)
+      : inner_(std::move(inner)), from_(std::move(from)), key_(std::move(key)) {}
+  void send(std::string message) override { inner_->send(std::move(message)); }
+  void finish() override;
+  void interrupt() override { inner_->interrupt(); }
+  [[nodiscard]] std::string exchange_refusal() const override { return inner_->exchange_refusal(); }
+
+ private:
+  std::shared_ptr<outbound> inner_;
+  std::weak_ptr<request_runner> from_;
+  ir::request_id key_;
+};
+
+}  // namespace
+
 request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner& self, std::string_view method,
                                                                   const ir::json_node* params,
                                                                   const peer_info& peer) {
@@ -198,6 +229,15 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
       return plan;
     }
     plan.round = st.round;
+    // The replay book, in case the frame is gone: the answers and `once` values so far,
+    // and the questions outstanding when the state was sealed.
+    for (detail::recorded_answer& a : st.answers) {
+      std::string key = a.key;
+      memory->recorded.emplace(std::move(key), std::move(a));
+    }
+    memory->onces = std::move(st.onces);
+    for (auto& [key, hash] : st.asked) memory->stated_asked.emplace(std::move(key), hash);
+    plan.frame_only = st.frame_only;
     // The frame it names, when this instance still keeps it: only the shard that took it
     // out of the registry may resume it.
     if (st.instance == rounds.instance() && st.frame != 0) {
@@ -211,26 +251,22 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
             return plan;
           }
           // An older round's state: the frame has moved on, so the state is replayed.
+          if (it != kept.end()) inherit_onces(*memory, it->second);
           let_go(st.frame);
         } else {
-          // Kept by another shard: it lets the frame go and this one replays.
-          asio::post(holder->executor(), [holder, frame = st.frame] { holder->let_go_frame(frame); });
+          // Kept by another shard: the retry goes there (forward), which resumes it.
+          memory->input = std::move(input);
+          plan.memory = std::move(memory);
+          plan.forward_to = std::move(holder);
+          plan.frame = st.frame;
+          return plan;
         }
       }
     }
-    if (st.frame_only) {
-      plan.refusal =
-          "Invalid params: the tool this requestState belongs to is no longer suspended on this server, and its "
-          "answers were too large to travel in the state (server_options::multi_round.max_state_bytes): send the "
-          "request again without it";
+    if (plan.frame_only) {
+      plan.refusal = std::string(frame_only_refusal);
       return plan;
     }
-    for (detail::recorded_answer& a : st.answers) {
-      std::string key = a.key;
-      memory->recorded.emplace(std::move(key), std::move(a));
-    }
-    memory->onces = std::move(st.onces);
-    for (auto& [key, hash] : st.asked) memory->stated_asked.emplace(std::move(key), hash);
   }
   memory->input = std::move(input);
   plan.memory = std::move(memory);
@@ -238,7 +274,7 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
 }
 
 void request_runner::impl::resume(request_runner& self, table::node_type node, ir::request_id key,
-                                  const ir::request_id& id, const ir::json_node* params,
+                                  const ir::request_id& id, std::optional<ir::request_id> progress,
                                   std::shared_ptr<outbound> stream, bool finish_stream, peer_info&& peer,
                                   detail::round_memory& retry) {
   runner_call& c = node.mapped();
@@ -250,7 +286,7 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
   c.stream = std::move(stream);
   c.finish_stream = finish_stream;
   *c.own_peer = std::move(peer);
-  if (c.context) detail::context_rebind::to(*c.context, id, progress_token_of(params));
+  if (c.context) detail::context_rebind::to(*c.context, id, std::move(progress));
   auto inserted = in_flight.insert(std::move(node));
   runner_call& rec = inserted.position->second;
   const ir::request_id here = inserted.position->first;
@@ -301,6 +337,71 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     rec.flush_posted = true;
     asio::post(executor, [self = self.shared_from_this(), here, r = &rec] { self->impl_->flush(here, r); });
   }
+}
+
+void forwarded_stream::finish() {
+  inner_->finish();
+  if (std::shared_ptr<request_runner> from = from_.lock())
+    asio::post(from->executor(), [from, key = std::move(key_)] { from->forget_forwarded(key); });
+}
+
+void request_runner::impl::forward(request_runner& self, retry_plan& plan, ir::request_id key,
+                                   std::string_view method, const ir::request_id& id, const ir::json_node* params,
+                                   std::shared_ptr<outbound> stream, bool finish_stream, peer_info&& peer) {
+  // Owned copies of what the other shard needs: the parsed params do not outlive this
+  // call. Only a retry whose frame waits on another shard pays for this.
+  std::string params_text;
+  if (params) {
+    boost::json::value v;
+    std::string error;
+    (void)decode(*params, v, error);
+    params_text = ir::to_json_text(v);
+  }
+  forwarded.emplace(key, plan.forward_to);
+  auto wrapped = std::make_shared<forwarded_stream>(std::move(stream), self.weak_from_this(), key);
+  std::shared_ptr<request_runner> holder = plan.forward_to;
+  asio::post(holder->executor(), [holder, frame = plan.frame, round = plan.round, key = std::move(key),
+                                  method = std::string(method), id, params_text = std::move(params_text),
+                                  stream = std::move(wrapped), finish_stream, peer = std::move(peer),
+                                  memory = std::move(plan.memory), frame_only = plan.frame_only]() mutable {
+    holder->impl_->take_forwarded(*holder, frame, round, std::move(key), method, id, params_text, std::move(stream),
+                                  finish_stream, std::move(peer), std::move(memory), frame_only);
+  });
+}
+
+void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t frame, std::uint32_t round,
+                                          ir::request_id key, const std::string& method, const ir::request_id& id,
+                                          const std::string& params_text, std::shared_ptr<outbound> stream,
+                                          bool finish_stream, peer_info&& peer,
+                                          std::unique_ptr<detail::round_memory> memory, bool frame_only) {
+  auto keep_alive = self.shared_from_this();
+  const auto serve = [&](const ir::json_node* params) {
+    auto it = kept.find(frame_key(frame));
+    if (!closed && it != kept.end() && it->second.round == round && !it->second.cancelled &&
+        !in_flight.contains(key)) {
+      resume(self, kept.extract(it), std::move(key), id, detail::progress_token_of(params), std::move(stream),
+             finish_stream, std::move(peer), *memory);
+      return;
+    }
+    // The frame went meanwhile (or moved on a round): the retry is replayed here from
+    // its state, with what the frame recorded since.
+    if (it != kept.end()) {
+      inherit_onces(*memory, it->second);
+      let_go(frame);
+    }
+    retry_plan plan;
+    plan.binding = detail::request_binding(method, params);
+    plan.round = round;
+    if (frame_only) plan.refusal = std::string(frame_only_refusal);
+    plan.memory = std::move(memory);
+    admit(self, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
+          std::move(plan));
+  };
+  if (params_text.empty()) {
+    serve(nullptr);
+    return;
+  }
+  (void)ir::visit_json(params_text, [&](const ir::json_node& node) { serve(&node); });
 }
 
 void request_runner::impl::flush(const ir::request_id& key, runner_call* expected) {

@@ -163,14 +163,6 @@ struct request_runner::impl {
   void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const;
   void send_error_to(outbound* to, const ir::request_id& id, ir::errc code, std::string_view text) const;
 
-  void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
-             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
-  void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
-             const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-             const peer_info* peer, std::optional<peer_info> own_peer);
-  bool resolve(std::int64_t id, exchange_result outcome);
-
-  // ---- rounds.cpp --------------------------------------------------------------------
   /// What admission learnt about a 2026 retry before dispatching it.
   struct retry_plan {
     /// The reply when the retry is refused (malformed input, bad state): sent, done.
@@ -181,15 +173,43 @@ struct request_runner::impl {
     std::uint64_t binding = 0;
     /// The kept frame the retry resumes, taken out of the kept table (empty: replay).
     table::node_type resume;
+    /// The runner (another shard) that keeps the frame the retry resumes: the retry is
+    /// handed to it (null: not so).
+    std::shared_ptr<request_runner> forward_to;
+    std::uint64_t frame = 0;
+    /// The state carries no transcript: without its frame it cannot be replayed.
+    bool frame_only = false;
   };
+  void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
+             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
+  /// `preplanned`: the retry was planned already (a retry another shard handed over
+  /// whose frame is gone), so its state is not opened again.
+  void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
+             const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+             const peer_info* peer, std::optional<peer_info> own_peer,
+             std::optional<retry_plan> preplanned = std::nullopt);
+  bool resolve(std::int64_t id, exchange_result outcome);
+
+  // ---- rounds.cpp --------------------------------------------------------------------
   /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the
   /// state, and finds the frame it names.
   retry_plan plan_retry(request_runner& self, std::string_view method, const ir::json_node* params,
                         const peer_info& peer);
   /// Hands a kept frame the retry's stream and id, and the answers it waits for.
   void resume(request_runner& self, table::node_type node, ir::request_id key, const ir::request_id& id,
-              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
+              std::optional<ir::request_id> progress, std::shared_ptr<outbound> stream, bool finish_stream,
               peer_info&& peer, detail::round_memory& retry);
+  /// Hands a retry to `plan.forward_to`, the shard that keeps its frame, and remembers
+  /// where it went so that cancelling `key` here reaches it.
+  void forward(request_runner& self, retry_plan& plan, ir::request_id key, std::string_view method,
+               const ir::request_id& id, const ir::json_node* params, std::shared_ptr<outbound> stream,
+               bool finish_stream, peer_info&& peer);
+  /// On the shard that keeps `frame`: serves a retry `forward` handed over, resuming the
+  /// frame if it is still there at that round, or serving it afresh (a replay) if not.
+  void take_forwarded(request_runner& self, std::uint64_t frame, std::uint32_t round, ir::request_id key,
+                      const std::string& method, const ir::request_id& id, const std::string& params_text,
+                      std::shared_ptr<outbound> stream, bool finish_stream, peer_info&& peer,
+                      std::unique_ptr<detail::round_memory> memory, bool frame_only);
   /// Answers the round: `input_required` with every outstanding question (posted, so
   /// that questions asked in one go, `when_all`, travel together).
   void flush(const ir::request_id& key, runner_call* expected);
@@ -213,6 +233,9 @@ struct request_runner::impl {
   /// (as an integer key), until the retry resumes them or they expire. The same node
   /// type as `in_flight`: a frame moves between the two without moving in memory.
   table kept;
+  /// Retries served by another shard's runner (which keeps their frames), by the key
+  /// given here, until their stream finishes: `cancel` on this runner reaches them.
+  std::unordered_map<ir::request_id, std::weak_ptr<request_runner>> forwarded;
 
   /// Questions to the peer awaiting its answer, by the id we minted.
   ///

@@ -226,6 +226,23 @@ TEST_SUITE("application/rounds") {
       CHECK(f.n.charges == 1);
     }
     CHECK(droid::live_frames() == 0);
+    {
+      // The client sends round 1's state again while the frame waits in round 2: the
+      // state is replayed, and the charge the frame made since is not made again.
+      fixture f;
+      const auto r1 = f.send(call(1, "ask_twice"));
+      const std::string answer = retry(R"({"elicitation-1":)" + accepted("name", "Ada") + "}", state_of(r1));
+      (void)state_of(f.send(call(2, "ask_twice", answer)));
+      const auto again = f.send(call(3, "ask_twice", answer));
+      CHECK(result_of(again).at("inputRequests").as_object().contains("elicitation-2"));
+      CHECK(f.n.starts == 2);
+      CHECK(f.n.charges == 1);
+      const auto done = f.send(call(4, "ask_twice", retry(R"({"elicitation-2":)" + accepted("color", "red") + "}",
+                                                          state_of(again))));
+      CHECK(text_of(done) == "Ada likes red (receipt-1)");
+      CHECK(f.n.charges == 1);
+    }
+    CHECK(droid::live_frames() == 0);
   }
 
   TEST_CASE("questions asked at once travel in one round; a retry that answers part is asked the rest") {
@@ -497,12 +514,20 @@ TEST_SUITE("application/rounds") {
     CHECK(droid::live_frames() == 0);
   }
 
-  TEST_CASE("a retry that reaches another shard of the same server replays there, and the first shard lets its frame go") {
+  TEST_CASE("a retry that reaches another shard is handed to the shard that keeps its frame, cancellation too") {
     {
       counters n;
       droid::server srv(droid::server_info{"rounds-test", "1"}, options());
       register_tools(srv, n);
+      bool waited_out = false;
+      srv.tool("ask_then_wait", "Asks, then waits until cancelled",
+               [&waited_out](droid::tool_context& ctx) -> droid::task<std::string> {
+                 auto answer = co_await ctx.elicit<name_form>("Name?", "user_name");
+                 waited_out = co_await ctx.sleep(std::chrono::hours(1)) == droid::errc::cancelled;
+                 co_return "late";
+               });
       asio::io_context io;
+      // Two runners on one server, as the HTTP listener's shards are (keys unique across them).
       auto a = droid::request_runner::create(srv, io.get_executor());
       auto b = droid::request_runner::create(srv, io.get_executor());
       auto out = std::make_shared<droid::test::capture>();
@@ -515,19 +540,51 @@ TEST_SUITE("application/rounds") {
         r.serve(droid::ir::request_id(key), std::move(std::get<droid::ir::message>(decoded)), out, true,
                 std::move(peer));
         droid::test::poll(io);
-        REQUIRE(out->sent.size() == 1);
-        return out->pop();
       };
-      const std::string state = state_of(serve(*a, 1, call(1, "ask_name")));
+      const std::string answer = R"({"user_name":)" + accepted("name", "Sh") + "}";
+
+      serve(*a, 1, call(1, "ask_name"));
+      const std::string state = state_of(out->pop());
       CHECK(a->kept_frames() == 1);
-      const auto r = serve(*b, 2, call(2, "ask_name", retry(R"({"user_name":)" + accepted("name", "Sh") + "}", state)));
-      CHECK(text_of(r) == "Hello Sh");
+      serve(*b, 2, call(2, "ask_name", retry(answer, state)));
+      REQUIRE(out->sent.size() == 1);
+      CHECK(text_of(out->pop()) == "Hello Sh");
+      CHECK(n.starts == 1);  // resumed on a, not replayed on b
       CHECK(a->kept_frames() == 0);
       CHECK(srv.kept_frames() == 0);
       CHECK(out->finished == 2);
+
+      // A retry with an older round's state reaches b while a's frame has moved on: a lets
+      // the frame go and replays from the older state (which is what the client asked).
+      serve(*a, 3, call(3, "ask_twice"));
+      const std::string round1 = state_of(out->pop());
+      const std::string first_answer = R"({"elicitation-1":)" + accepted("name", "Ada") + "}";
+      serve(*a, 4, call(4, "ask_twice", retry(first_answer, round1)));
+      (void)state_of(out->pop());
+      CHECK(n.starts == 2);
+      serve(*b, 5, call(5, "ask_twice", retry(first_answer, round1)));
+      REQUIRE(out->sent.size() == 1);
+      CHECK(result_of(out->pop()).at("inputRequests").as_object().contains("elicitation-2"));
+      CHECK(n.starts == 3);
+      // The charge ran after round 1's state was sealed; the frame's record of it goes to
+      // the replay, so it does not run again.
+      CHECK(n.charges == 1);
+      // A cancelled retry (its connection on b closed) is cancelled where it runs.
+      serve(*a, 7, call(7, "ask_then_wait"));
+      const std::string third = state_of(out->pop());
+      serve(*b, 8, call(8, "ask_then_wait", retry(answer, third)));
+      CHECK(out->sent.empty());
+      CHECK(a->in_flight() == 1);
+      b->cancel(droid::ir::request_id(8));
+      droid::test::poll(io);
+      CHECK(waited_out);
+      CHECK(a->in_flight() == 0);
+      CHECK(out->sent.empty());  // a cancelled request answers nothing
+
       a->close();
       b->close();
       droid::test::poll(io);
+      CHECK(srv.kept_frames() == 0);
     }
     CHECK(droid::live_frames() == 0);
   }

@@ -107,6 +107,10 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// that reached that shard replays instead). Unknown frames are ignored.
   void let_go_frame(std::uint64_t frame);
 
+  /// Forgets where a retry served by another shard went, once it is over (engine
+  /// internal: that shard posts it when the retry's stream finishes).
+  void forget_forwarded(const ir::request_id& key);
+
   /// Requests being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;
   /// Frames of 2026-07-28 requests kept for their retry (suspended tools that asked the

@@ -297,6 +297,12 @@ struct listener::impl {
     /// peer's id: unrelated clients' POSTs may all be id 1.
     std::shared_ptr<request_runner> runner;
     std::int64_t next_key = 0;
+    /// This shard's place among `shard_count`. Why: keys are unique across shards
+    /// (`n * shard_count + index`), because a 2026 retry that reaches this shard for a
+    /// frame kept on another is served there under the key minted here.
+    std::int64_t index = 0;
+    std::int64_t shard_count = 1;
+    [[nodiscard]] std::int64_t mint_key() noexcept { return ++next_key * shard_count + index; }
 
     void link(deadline_hook* h) noexcept {
       h->next = live;
@@ -802,7 +808,7 @@ connection::sessionless_call connection::start_sessionless(std::string_view meth
   // A listen is answered as a stream whatever `options::reply` says: as one JSON document
   // it could only be sent when the listen ends, and nothing it carries would ever arrive.
   call.json_mode = l_.opts.reply == streaming::json && !call.listen;
-  call.key = ir::request_id(++home_.next_key);
+  call.key = ir::request_id(home_.mint_key());
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
   if (!call.listen) ++l_.sessionless_answering;
   call.sink = make_sink();
@@ -1194,6 +1200,8 @@ listener::listener(droid::server& srv, options opts) : impl_(std::make_unique<im
     impl_->shards.push_back(std::make_unique<impl::shard>());
     impl_->shards.back()->guard.emplace(impl_->shards.back()->io.get_executor());
     impl_->shards.back()->runner = request_runner::create(srv, impl_->shards.back()->io.get_executor());
+    impl_->shards.back()->index = i;
+    impl_->shards.back()->shard_count = n;
   }
   asio::io_context& io0 = impl_->shards[0]->io;
   tcp::resolver resolver(io0);
