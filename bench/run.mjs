@@ -212,17 +212,20 @@ const echoCall = (id) => JSON.stringify({
 // The same call as an MCP 2026-07-28 request (what bench/http/call2026.lua sends): no
 // session, the version and the routing headers on every POST, the client's info and
 // capabilities in params._meta.
-const headers2026 = { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'echo' };
-const echoCall2026 = (id) => JSON.stringify({
-  jsonrpc: '2.0', id, method: 'tools/call', params: {
-    name: 'echo', arguments: { text: 'hello' },
-    _meta: {
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
-      'io.modelcontextprotocol/clientCapabilities': {},
-    },
+const headers2026For = (tool) => ({ 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': tool });
+const headers2026 = headers2026For('echo');
+/// The params of a 2026-07-28 tools/call of `tool`; `more` adds members (a retry's
+/// inputResponses and requestState), `capabilities` is what the client declares.
+const call2026Params = (tool, capabilities = {}, more = {}) => ({
+  name: tool, arguments: { text: 'hello' },
+  _meta: {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
   },
+  ...more,
 });
+const echoCall2026 = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: call2026Params('echo') });
 
 function post(url, body, headers = {}, agent = undefined) {
   return new Promise((resolve, reject) => {
@@ -649,6 +652,10 @@ function openStream(port, sid) {
   });
 }
 
+/// What the client's model says to every sampling question, in both eras: `summarize`
+/// then answers `summary from bench: hi`.
+const samplingAnswer = { role: 'assistant', model: 'bench', content: { type: 'text', text: 'hi' } };
+
 /// One tools/call of `tool` on session `sid`, answering at once any sampling request that
 /// arrives on its event stream; resolves with the call's answer.
 function callAnswering(url, sid, agent, id, tool) {
@@ -671,7 +678,7 @@ function callAnswering(url, sid, agent, id, tool) {
           if (!data) continue;
           const m = JSON.parse(data);
           if (m.method === 'sampling/createMessage') {
-            const answer = { jsonrpc: '2.0', id: m.id, result: { role: 'assistant', model: 'bench', content: { type: 'text', text: 'hi' } } };
+            const answer = { jsonrpc: '2.0', id: m.id, result: samplingAnswer };
             post(url, JSON.stringify(answer), { 'Mcp-Session-Id': sid }, agent).then((r) => {
               if (r.status !== 202) reject(new Error(`the answer to the question got HTTP ${r.status}`));
             }, reject);
@@ -692,8 +699,55 @@ function callAnswering(url, sid, agent, id, tool) {
   });
 }
 
-/// `width` workers call `tool` back to back for `seconds` (a closed loop, like wrk's).
-async function exchangeLoad(server, tool, expected, width, seconds) {
+/// One tools/call of `tool` as 2026-07-28 requests, with `nextId()` giving each POST its
+/// id. A tool that asks answers `input_required`; the client answers every sampling
+/// question at once and retries the same call with a new id, the answers in
+/// `inputResponses` and `requestState` echoed as it came. Resolves with the final answer
+/// and the number of `input_required` rounds it took; anything but a sampling question,
+/// or more than `maxRounds` rounds, is an error (the bench measures a known exchange).
+async function callAnswering2026(url, agent, nextId, tool, maxRounds) {
+  const capabilities = { sampling: {} };
+  let more = {};
+  for (let rounds = 0; ; ++rounds) {
+    const id = nextId();
+    const r = await post(url, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: call2026Params(tool, capabilities, more) }),
+      headers2026For(tool), agent);
+    if (r.status !== 200) throw new Error(`HTTP ${r.status} ${r.body.slice(0, 200)}`);
+    const m = messagesOf(r).find((x) => x.id === id);
+    if (!m) throw new Error(`no answer to id ${id}: ${r.body.slice(0, 200)}`);
+    if (m.result?.resultType !== 'input_required') return { message: m, rounds };
+    if (rounds >= maxRounds) throw new Error(`input_required again after ${rounds} round(s): ${r.body.slice(0, 200)}`);
+    const asked = Object.entries(m.result.inputRequests ?? {});
+    if (!asked.length || typeof m.result.requestState !== 'string') {
+      throw new Error(`input_required without inputRequests or requestState: ${r.body.slice(0, 200)}`);
+    }
+    const inputResponses = {};
+    for (const [key, q] of asked) {
+      if (q?.method !== 'sampling/createMessage') throw new Error(`asked ${key}: ${JSON.stringify(q).slice(0, 200)}`);
+      inputResponses[key] = samplingAnswer;
+    }
+    more = { inputResponses, requestState: m.result.requestState };
+  }
+}
+
+/// One call of `t.tool` on `server` in its era, checked: the text `t.expected`, and for
+/// 2026-07-28 `resultType: "complete"` after exactly `t.rounds` input_required rounds.
+async function exchangeCall(server, agent, nextId, t) {
+  let m;
+  if (server.era === '2026') {
+    const r = await callAnswering2026(server.url, agent, nextId, t.tool, t.rounds);
+    m = r.message;
+    if (r.rounds !== t.rounds || m?.result?.resultType !== 'complete') {
+      throw new Error(`after ${r.rounds} round(s) answered ${JSON.stringify(m).slice(0, 200)}`);
+    }
+  } else {
+    m = await callAnswering(server.url, server.sid, agent, nextId(), t.tool);
+  }
+  if (m?.result?.content?.[0]?.text !== t.expected) throw new Error(`answered ${JSON.stringify(m).slice(0, 200)}`);
+}
+
+/// `width` workers call `t.tool` back to back for `seconds` (a closed loop, like wrk's).
+async function exchangeLoad(server, t, width, seconds) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: width * 2 });
   const latencies = [];
   let errors = 0;
@@ -706,8 +760,7 @@ async function exchangeLoad(server, tool, expected, width, seconds) {
     while (performance.now() < until) {
       const start = performance.now();
       try {
-        const m = await callAnswering(server.url, server.sid, agent, nextId++, tool);
-        if (m?.result?.content?.[0]?.text !== expected) throw new Error(`answered ${JSON.stringify(m).slice(0, 200)}`);
+        await exchangeCall(server, agent, () => nextId++, t);
         latencies.push((performance.now() - start) * 1000);
       } catch (e) {
         ++errors;
@@ -728,14 +781,22 @@ async function exchangeLoad(server, tool, expected, width, seconds) {
 
 /// The exchange over HTTP: `summarize` asks the client's model once (sampling), and the
 /// client (this driver) answers at once; against plain `echo` calls by the same client.
+/// In 2025-11-25 (a session) the question comes on the call's event stream and the answer
+/// is one more POST; in 2026-07-28 (no session) the call answers `input_required` and the
+/// client calls again with the answer, so one exchange is two tools/call POSTs.
 async function exchangeSection() {
   const servers = [
     { name: 'droid-sse', label: 'protocol_droid SSE', start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-exchange') },
+    // The same server and flags as the row above, so that the era is all that differs;
+    // without --json-response a 2026 call may answer as an event stream, which the
+    // driver reads as it reads JSON.
+    { name: 'droid-2026', label: 'protocol_droid 2026-07-28 SSE', era: '2026', start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-2026-exchange') },
     { name: 'ts-sse', label: 'TS SDK SSE', start: () => startPrintingUrl('node', [tsServer, '--mode', 'sse'], 'ts-exchange') },
   ];
+  // rounds: the input_required rounds a 2026-07-28 call must take (a 2025 call ignores it).
   const tools = [
-    { tool: 'echo', expected: 'hello' },
-    { tool: 'summarize', expected: 'summary from bench: hi' },
+    { tool: 'echo', expected: 'hello', rounds: 0 },
+    { tool: 'summarize', expected: 'summary from bench: hi', rounds: 1 },
   ];
   const width = 16;
   const seconds = opt.quick ? 2 : 3;
@@ -743,15 +804,18 @@ async function exchangeSection() {
   for (const s of servers) {
     try {
       Object.assign(s, await s.start());
-      s.sid = await initialize(s.url, undefined, { sampling: {} });
+      s.sid = s.era === '2026' ? '' : await initialize(s.url, undefined, { sampling: {} });
       for (const t of tools) {
-        const m = await callAnswering(s.url, s.sid, undefined, 1, t.tool);
-        if (m?.result?.content?.[0]?.text !== t.expected) throw new Error(`${t.tool} answered ${JSON.stringify(m)}`);
+        let id = 1;
+        await exchangeCall(s, undefined, () => id++, t).catch((e) => {
+          throw new Error(`${t.tool} ${e.message}`);
+        });
       }
       live.push(s);
       log(`${s.name} (exchange): ${s.url} (answers checked)`);
-      for (const t of tools) await exchangeLoad(s, t.tool, t.expected, width, 1);  // warm-up
+      for (const t of tools) await exchangeLoad(s, t, width, 1);  // warm-up
     } catch (e) {
+      log(`${s.name} (exchange): not benchmarked: ${e.message}`);
       results.notes.push(`exchange: ${s.name} was not benchmarked: ${e.message}`);
       if (s.child) await stopProcess(s.child);
     }
@@ -761,7 +825,7 @@ async function exchangeSection() {
     const order = rep % 2 ? [...live].reverse() : live;
     for (const s of order) {
       for (const t of tools) {
-        const r = await exchangeLoad(s, t.tool, t.expected, width, seconds);
+        const r = await exchangeLoad(s, t, width, seconds);
         log(`exchange ${s.name} ${t.tool}: ${r.perSecond.toFixed(0)} calls/s p50 ${r.p50?.toFixed(0)} us p99 ${r.p99?.toFixed(0)} us ` +
           `cpu ${r.cpuPerCall.toFixed(1)} us/call${r.errors ? ` ERRORS ${r.errors}: ${r.firstError}` : ''}`);
         const key = `${s.name}/${t.tool}`;
@@ -963,6 +1027,12 @@ function headline() {
   const ex = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.per_second?.median;
   add('exchange calls/s vs plain calls/s, protocol_droid (same client)', ratio(ex('droid-sse', 'summarize'), ex('droid-sse', 'echo')), '—', () => true);
   add('exchange calls/s vs TS SDK', ratio(ex('droid-sse', 'summarize'), ex('ts-sse', 'summarize')), '—', () => true);
+  // A 2026-07-28 exchange is two tools/call POSTs (the second resumes the kept coroutine)
+  // where a 2025 one is a call, an event and an answer POST on a session.
+  const exCpu = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.cpu_us_per_call?.median;
+  add('2026 exchange vs 2025 exchange, calls/s, protocol_droid', ratio(ex('droid-2026', 'summarize'), ex('droid-sse', 'summarize')), '—', () => true);
+  add('2026 exchange vs 2025 exchange, server CPU µs/call, protocol_droid', ratio(exCpu('droid-2026', 'summarize'), exCpu('droid-sse', 'summarize')), '—', () => true);
+  add('2026 exchange vs 2026 plain call, calls/s, protocol_droid (same client)', ratio(ex('droid-2026', 'summarize'), ex('droid-2026', 'echo')), '—', () => true);
   const sd = results.stdio.find((r) => r.server === 'droid');
   const st = results.stdio.find((r) => r.server === 'ts');
   add('stdio calls/s vs TS SDK', ratio(sd?.per_second.median, st?.per_second.median), '—', () => true);
@@ -1019,7 +1089,9 @@ function markdown() {
         `${range(r.cpu_us_per_call, (x) => x.toFixed(1))} | ${r.errors} |`);
     }
     L.push('', 'The client is the bench driver (Node), sharing the cores: compare a row with its plain `echo` row, ' +
-      'not with wrk\'s numbers. `summarize` costs one more POST (the answer) and one more event.', '');
+      'not with wrk\'s numbers. 2025-11-25 rows (a session): `summarize` costs one more POST (the answer) and one more event. ' +
+      '2026-07-28 rows (no session): `summarize` is two tools/call POSTs, the first answered `input_required`, ' +
+      'the second carrying `inputResponses` and `requestState`; calls/s, latency and CPU count the pair as one call.', '');
   }
   if (results.callgrind?.length) {
     L.push('## Instructions per request (callgrind, user space only; wrk at 4 connections)', '');
