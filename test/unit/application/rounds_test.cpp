@@ -133,6 +133,12 @@ void register_tools(droid::server& srv, counters& n) {
                    droid::content::text("for " + (answer && answer->content ? answer->content->name : "?"))));
                co_return r;
              });
+  srv.resource(droid::resource_info{.uri = "test://near-roots", .name = "near roots"},
+               [](droid::tool_context& ctx) -> droid::task<droid::resource_contents> {
+                 auto roots = co_await ctx.list_roots("where");
+                 co_return droid::resource_contents::text_of(
+                     "test://near-roots", roots ? std::to_string(roots->size()) + " roots" : roots.error().message);
+               });
   srv.complete_prompt_argument("with_context", "x",
                                [](droid::tool_context& ctx, droid::completion_request) -> droid::task<std::vector<std::string>> {
                                  auto roots = co_await ctx.list_roots();
@@ -494,6 +500,28 @@ TEST_SUITE("application/rounds") {
       CHECK(value.find("input_required") != std::string::npos);
       CHECK(result_of(c).at("resultType") == "complete");
       CHECK(f.srv.kept_frames() == 0);
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("resources/read asks through input_required as tools do") {
+    {
+      fixture f;
+      const auto read = [](int id, const std::string& more) {
+        return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"resources/read","params":{)" + meta() +
+               R"(,"uri":"test://near-roots")" + more + "}}";
+      };
+      const auto r1 = f.send(read(1, ""));
+      CHECK(result_of(r1).at("inputRequests").at("where").at("method") == "roots/list");
+      const auto r2 = f.send(read(2, retry(R"({"where":{"roots":[{"uri":"file:///a"},{"uri":"file:///b"}]}})",
+                                           state_of(r1))));
+      CHECK(result_of(r2).at("resultType") == "complete");
+      CHECK(result_of(r2).at("contents").at(0).at("text") == "2 roots");
+      // Another resource's state is refused: the URI is part of what a state is bound to.
+      const auto other = f.send(R"({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{)" + meta() +
+                                R"(,"uri":"test://doc")" + retry("{}", state_of(r1)) + "}}");
+      CHECK(code_of(other) == -32602);
+      CHECK(message_of(other).find("another request") != std::string::npos);
     }
     CHECK(droid::live_frames() == 0);
   }
