@@ -69,9 +69,10 @@ ir::request_id frame_key(std::uint64_t frame) { return ir::request_id(static_cas
 /// while the frame is at hand, its record says they happened.
 void inherit_onces(detail::round_memory& into, const runner_call& frame) {
   if (!frame.remembered) return;
-  for (const auto& [key, value] : frame.remembered->onces) {
-    const bool known = std::any_of(into.onces.begin(), into.onces.end(), [&](const auto& o) { return o.first == key; });
-    if (!known) into.onces.emplace_back(key, value);
+  for (const auto& once : frame.remembered->onces) {
+    const bool known =
+        std::any_of(into.onces.begin(), into.onces.end(), [&](const auto& o) { return o.first == once.first; });
+    if (!known) into.onces.push_back(once);
   }
 }
 
@@ -318,7 +319,8 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
   // One at a time, as the answers of 2025 questions arrive: each resumed branch runs
   // until it waits again. The record is looked up after each, since the tool may have
   // finished (and its record gone) with the last one.
-  for (const auto& [question, given] : answers) {
+  for (const auto& answer : answers) {
+    const std::int64_t question = answer.first;
     auto it = in_flight.find(here);
     if (it == in_flight.end() || &it->second != &rec) return;
     auto q = std::find_if(rec.pending.begin(), rec.pending.end(),
@@ -326,7 +328,7 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     if (q == rec.pending.end()) continue;
     detail::exchange_waiter* w = q->waiter;
     rec.pending.erase(q);
-    *w->slot = exchange_result(*given);
+    *w->slot = exchange_result(*answer.second);
     w->handle.resume();
   }
   auto it = in_flight.find(here);
