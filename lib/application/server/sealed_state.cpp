@@ -40,6 +40,8 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include <droid/domain/mcp/content.hpp>
+
 namespace droid::detail {
 
 namespace {
@@ -102,30 +104,6 @@ void update_in_pieces(EVP_CIPHER_CTX* ctx, Update update, unsigned char* out, co
 }
 
 // ---- base64url without padding (RFC 4648 section 5) -------------------------------------
-
-constexpr char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-std::string b64url_encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() * 4 + 2) / 3);
-  std::size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += b64_alphabet[(n >> 18) & 63];
-    out += b64_alphabet[(n >> 12) & 63];
-    out += b64_alphabet[(n >> 6) & 63];
-    out += b64_alphabet[n & 63];
-  }
-  if (const std::size_t rest = in.size() - i; rest > 0) {
-    unsigned n = static_cast<unsigned char>(in[i]) << 16;
-    if (rest == 2) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += b64_alphabet[(n >> 18) & 63];
-    out += b64_alphabet[(n >> 12) & 63];
-    if (rest == 2) out += b64_alphabet[(n >> 6) & 63];
-  }
-  return out;
-}
 
 int b64url_value(char c) noexcept {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -280,7 +258,7 @@ std::string state_sealer::seal(std::string_view plaintext) const {
   if (EVP_EncryptFinal_ex(ctx.get(), tag, &len) != 1 || len != 0) fail("EVP_EncryptFinal_ex");
   if (EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_bytes), tag) != 1)
     fail("EVP_CTRL_GCM_GET_TAG");
-  return b64url_encode(raw);
+  return base64url_encode(raw);
 }
 
 std::optional<std::string> state_sealer::open(std::string_view token, std::size_t max_token_bytes,

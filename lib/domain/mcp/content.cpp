@@ -108,8 +108,11 @@ content& content::operator=(content&& other) noexcept {
   return *this;
 }
 
-std::string base64_encode(std::string_view bytes) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+namespace {
+
+/// RFC 4648 base64 in `alphabet`, with `=` padding or without. One encoder for the
+/// standard alphabet (content payloads) and the URL-safe one (sealed tokens).
+std::string encode_base64(std::string_view bytes, const char* alphabet, bool pad) {
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   std::size_t i = 0;
@@ -126,10 +129,20 @@ std::string base64_encode(std::string_view bytes) {
     if (rest == 2) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
     out += alphabet[(n >> 18) & 63];
     out += alphabet[(n >> 12) & 63];
-    out += rest == 2 ? alphabet[(n >> 6) & 63] : '=';
-    out += '=';
+    if (rest == 2) out += alphabet[(n >> 6) & 63];
+    if (pad) out.append(rest == 2 ? 1 : 2, '=');
   }
   return out;
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+  return encode_base64(bytes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true);
+}
+
+std::string base64url_encode(std::string_view bytes) {
+  return encode_base64(bytes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", false);
 }
 
 tool_result tool_result::text(std::string_view text) {

@@ -85,6 +85,9 @@ class content {
 
 /// Standard base64 (RFC 4648, with padding), for image, audio and blob payloads.
 [[nodiscard]] std::string base64_encode(std::string_view bytes);
+/// URL-safe base64 without padding (RFC 4648 section 5), for tokens that travel in JSON
+/// strings and URLs unescaped.
+[[nodiscard]] std::string base64url_encode(std::string_view bytes);
 
 /// The outcome of one `tools/call`: content blocks, optional structured content, and
 /// whether it is a tool execution error.
