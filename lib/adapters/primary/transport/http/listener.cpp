@@ -849,11 +849,10 @@ task<bool> connection::answer_sessionless(sessionless_call call) {
     socket_.cancel(ignored);  // drops the close watch, which holds this connection
   }
   // A closed stream is the client's cancellation (2026-07-28 has no other on HTTP); a
-  // request that is over already is not found and nothing happens.
-  if (sink->dead()) {
-    call.stream->detach(sink);
-    home_.runner->cancel(call.key);
-  }
+  // request that is over already is not found and nothing happens. The stream is not
+  // detached from its dead sink here: a retry handed to the shard that keeps its frame
+  // uses the stream there, and a dead sink drops what it is given anyway.
+  if (sink->dead()) home_.runner->cancel(call.key);
   if (!call.listen) --l_.sessionless_answering;
   co_return keep;
 }
