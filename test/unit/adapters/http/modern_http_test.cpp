@@ -43,6 +43,11 @@ struct routed_args {
 };
 BOOST_DESCRIBE_STRUCT(routed_args, (), (tenant, text))
 
+struct name_form {
+  std::string name;
+};
+BOOST_DESCRIBE_STRUCT(name_form, (), (name))
+
 }  // namespace
 
 template <>
@@ -120,6 +125,7 @@ struct server_fixture {
   std::thread runner;
   std::atomic<int> slow_started{0};
   std::atomic<int> slow_cancelled{0};
+  std::atomic<int> asker_started{0};
 
   explicit server_fixture(droid::http::options opts = {}) {
     srv.tool("echo", "Echoes", [](droid::tool_context&, text_args a) -> droid::task<droid::tool_result> {
@@ -141,6 +147,14 @@ struct server_fixture {
       auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
       if (!answer) co_return droid::tool_result::error(answer.error().message);
       co_return droid::tool_result::text("answered");
+    });
+    // Asks a name; "wait" makes it sleep afterwards, until cancelled.
+    srv.tool("ask_name", "Asks the user's name", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      ++asker_started;
+      auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
+      if (!answer || !answer->content) co_return "no name";
+      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) ++slow_cancelled;
+      co_return "Hello " + answer->content->name;
     });
     srv.prompt(droid::prompt_info{.name = "greet", .description = "Greets"},
                [](droid::tool_context&, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
@@ -702,5 +716,47 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(v.at("result").at("resultType") == "complete");
     CHECK(v.at("result").at("content").at(0).at("text") == "doc");
     CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a 2026 round trip over HTTP resumes its frame whichever shard the retry reaches, and closing cancels it") {
+    server_fixture f;  // two shards; each new connection goes to the next
+    const std::string caps = R"({"elicitation":{}})";
+    const std::string h = headers("tools/call", "ask_name");
+    for (const char* name : {"Ada", "Bo", "Cy", "Di"}) {
+      CAPTURE(name);
+      raw_connection first(f.port());
+      const auto r1 = answer_of(post(first, call(1, "ask_name", "{}", caps), h));
+      REQUIRE(r1.at("result").at("resultType") == "input_required");
+      const std::string state(r1.at("result").at("requestState").as_string());
+      raw_connection second(f.port());  // a new connection: the other shard, every other time
+      const std::string retry = request(2, "tools/call",
+                                        R"("name":"ask_name","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":")" +
+                                            std::string(name) + R"("}}},"requestState":")" + state + '"',
+                                        meta(caps));
+      const auto r2 = answer_of(post(second, retry, h));
+      CHECK(std::string(r2.at("result").at("content").at(0).at("text").as_string()) == "Hello " + std::string(name));
+    }
+    CHECK(f.asker_started == 4);  // every retry resumed its frame: none was replayed
+    CHECK(eventually([&] { return f.srv.kept_frames() == 0; }));
+
+    // A retry whose connection closes while its resumed tool runs is cancelled where the
+    // frame runs.
+    for (int i = 0; i < 2; ++i) {
+      raw_connection first(f.port());
+      const auto r1 = answer_of(post(first, call(1, "ask_name", "{}", caps), h));
+      const std::string state(r1.at("result").at("requestState").as_string());
+      const int cancelled = f.slow_cancelled;
+      {
+        raw_connection second(f.port());
+        second.send(mcp_post(request(2, "tools/call",
+                                     R"("name":"ask_name","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"wait"}}},"requestState":")" +
+                                         state + '"',
+                                     meta(caps)),
+                             h));
+        (void)second.read_until("\r\n\r\n");  // the response has begun
+      }
+      CHECK(eventually([&] { return f.slow_cancelled == cancelled + 1; }));
+    }
+    CHECK(f.asker_started == 6);
   }
 }
