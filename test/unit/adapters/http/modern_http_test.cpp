@@ -333,7 +333,7 @@ TEST_SUITE("adapters/http/modern") {
       CAPTURE(h);
       const http_response r = post(c, request(1, "tools/list"), h);
       CHECK(r.status == 200);
-      CHECK(answer_of(r).at("result").at("tools").as_array().size() == 5);
+      CHECK(answer_of(r).at("result").at("tools").as_array().size() == 6);
     }
     const http_response r = post(c, call(2, "echo", R"({"text":"hi"})"),
                                  "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
