@@ -29,7 +29,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   check, Check, exitWithSummary, HttpServer, missingPrerequisite, sameJson, show, sleep, sseMessages, startWatchdog, step,
-  tapHttp, tapWire, textOf, trace, watchStderr,
+  installedVersion, tapHttp, tapWire, textOf, trace, watchStderr,
 } from '../peer/harness.mjs';
 
 const MODERN = '2026-07-28';
@@ -76,25 +76,8 @@ try {
 const { Client, StreamableHTTPClientTransport, ProtocolError, LATEST_PROTOCOL_VERSION } = sdk;
 const { StdioClientTransport } = stdioSdk;
 
-function installedVersion() {
-  try {
-    let dir = dirname(fileURLToPath(import.meta.resolve(PACKAGE)));
-    for (;;) {
-      try {
-        const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-        if (pkg.name === PACKAGE) return pkg.version;
-      } catch { /* no package.json here: keep walking up */ }
-      const parent = dirname(dir);
-      if (parent === dir) return 'unknown';
-      dir = parent;
-    }
-  } catch {
-    return 'unknown';
-  }
-}
-
 const pinned = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).dependencies[PACKAGE];
-const installed = installedVersion();
+const installed = installedVersion(PACKAGE, (name) => import.meta.resolve(name));
 const httpServer = transportKind === 'http' ? new HttpServer(serverPath, serverFlags) : undefined;
 console.log(`# ${PACKAGE} ${installed} (pinned ${pinned}), node ${process.version}, LATEST_PROTOCOL_VERSION ${LATEST_PROTOCOL_VERSION}`);
 console.log(`# server: ${httpServer ? httpServer.commandLine : serverPath} over ${transportKind}, negotiation ${negotiation === 'pin' ? `{ pin: '${MODERN}' }` : "'auto'"}`);

@@ -53,6 +53,26 @@ export async function loadSdk(importer, specifiers) {
 // Reporting
 
 let failures = 0;
+/// The version of the npm package `name` as installed, `resolve` being the caller's
+/// `import.meta.resolve` (packages resolve from the importing module's folder): read from
+/// the package's own package.json, found by walking up from its entry point.
+export function installedVersion(name, resolve) {
+  try {
+    let dir = dirname(fileURLToPath(resolve(name)));
+    for (;;) {
+      try {
+        const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+        if (pkg.name === name) return pkg.version;
+      } catch { /* no package.json here: keep walking up */ }
+      const parent = dirname(dir);
+      if (parent === dir) return 'unknown';
+      dir = parent;
+    }
+  } catch {
+    return 'unknown';
+  }
+}
+
 export function ok(step) {
   console.log(`ok - ${step}`);
 }
