@@ -145,6 +145,7 @@ bool request_runner::impl::resolve(std::int64_t id, exchange_result outcome) {
   if (it == waiters.end()) return false;
   detail::exchange_waiter* w = it->second;
   waiters.erase(it);
+  askers.erase(id);
   *w->slot = std::move(outcome);
   w->handle.resume();
   return true;
@@ -178,37 +179,50 @@ std::optional<exchange_result> runner_call::settle_now(std::string_view method, 
   return std::nullopt;
 }
 
-std::int64_t runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
-                                         std::string_view params_json, std::string key) {
-  if (peer->is_modern()) return ask_in_round(waiter, method, params_json, std::move(key));
-  const std::int64_t exchange_id = state.next_exchange_id++;
+std::int64_t runner_call::mint_exchange_id() { return state.next_exchange_id++; }
+
+void runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
+                                 std::string_view params_json, std::string key, std::int64_t exchange_id) {
+  state.askers.emplace(exchange_id, this);
+  if (peer->is_modern()) {
+    ask_in_round(waiter, method, params_json, std::move(key), exchange_id);
+    return;
+  }
   state.waiters.emplace(exchange_id, &waiter);
   std::string buf;
   ir::append_request(buf, ir::request_id(exchange_id), method, params_json);
-  // Only queues the message for the stream's writer: nothing can answer it, and so
-  // nothing can resume the waiter, before the caller's await_suspend has returned.
+  // Last: the caller touches nothing after this, so a transport may even answer at once.
   stream->send(std::move(buf));
-  return exchange_id;
 }
 
 void runner_call::cancel_exchange(std::int64_t exchange_id) {
-  if (peer->is_modern()) {
-    withdraw_question(exchange_id);
+  // Possibly another thread (whoever requested the stop): only immutable members are
+  // read here, and the withdrawal runs on the shard.
+  asio::post(state.executor, [weak = owner.weak_from_this(), exchange_id] {
+    if (const std::shared_ptr<request_runner> runner = weak.lock()) runner->impl_->cancel_asked(exchange_id);
+  });
+}
+
+void request_runner::impl::cancel_asked(std::int64_t exchange_id) {
+  auto it = askers.find(exchange_id);
+  if (it == askers.end()) return;  // answered, or ended, meanwhile
+  runner_call& c = *it->second;
+  if (c.peer->is_modern()) {
+    c.withdraw_question(exchange_id);
     return;
   }
-  if (!state.waiters.contains(exchange_id)) return;
   // The peer may still be working on the question (a person filling in a form): tell it
   // to stop, on the same stream the question went out on.
-  if (!state.closed && stream) {
+  if (!closed && c.stream) {
     std::string buf;
     ir::append_notification(buf, "notifications/cancelled",
                             R"({"requestId":)" + std::to_string(exchange_id) +
                                 R"(,"reason":"the tool's request was cancelled"})");
-    stream->send(std::move(buf));
+    c.stream->send(std::move(buf));
   }
-  auto keep_alive = owner.shared_from_this();
-  state.resolve(exchange_id, exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
-                                                            "the request was cancelled before the peer answered", {}}));
+  auto keep_alive = c.owner.shared_from_this();
+  resolve(exchange_id, exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
+                                                      "the request was cancelled before the peer answered", {}}));
 }
 
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
@@ -421,6 +435,7 @@ void request_runner::close() {
   for (std::stop_source& stop : answering) stop.request_stop();
   s.closed = true;
   for (auto& [id, w] : std::exchange(s.waiters, {})) {
+    s.askers.erase(id);
     *w->slot = exchange_result(exchange_error{make_error_code(errc::session_ended), 0,
                                               "the session ended before the peer answered", {}});
     w->handle.resume();

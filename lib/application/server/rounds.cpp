@@ -128,9 +128,8 @@ std::optional<exchange_result> runner_call::settle_round(std::string_view method
   return std::nullopt;
 }
 
-std::int64_t runner_call::ask_in_round(detail::exchange_waiter& waiter, std::string_view method,
-                                       std::string_view params_json, std::string key) {
-  const std::int64_t question = next_question++;
+void runner_call::ask_in_round(detail::exchange_waiter& waiter, std::string_view method,
+                               std::string_view params_json, std::string key, std::int64_t question) {
   pending.push_back(
       detail::pending_question{std::move(key), method, params_json, question_hash(method, params_json), &waiter, question});
   if (!flush_posted) {
@@ -138,7 +137,6 @@ std::int64_t runner_call::ask_in_round(detail::exchange_waiter& waiter, std::str
     asio::post(state.executor,
                [self = owner.shared_from_this(), k = *key_in_table, rec = this] { self->impl_->flush(k, rec); });
   }
-  return question;
 }
 
 void runner_call::withdraw_question(std::int64_t question_id) {
@@ -146,6 +144,7 @@ void runner_call::withdraw_question(std::int64_t question_id) {
     if (it->id != question_id) continue;
     detail::exchange_waiter* w = it->waiter;
     pending.erase(it);
+    state.askers.erase(question_id);
     auto keep_alive = owner.shared_from_this();
     *w->slot = refused(errc::cancelled, "the request was cancelled before the client answered");
     w->handle.resume();
@@ -328,6 +327,7 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     if (q == rec.pending.end()) continue;
     detail::exchange_waiter* w = q->waiter;
     rec.pending.erase(q);
+    askers.erase(question);
     *w->slot = exchange_result(*answer.second);
     w->handle.resume();
   }

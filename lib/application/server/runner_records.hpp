@@ -94,8 +94,9 @@ struct runner_call final : detail::request_channel {
   }
   std::optional<exchange_result> settle_now(std::string_view method, std::string_view params_json,
                                             std::string& key) override;
-  std::int64_t begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
-                              std::string_view params_json, std::string key) override;
+  std::int64_t mint_exchange_id() override;
+  void begin_exchange(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
+                      std::string key, std::int64_t id) override;
   void cancel_exchange(std::int64_t exchange_id) override;
   void answer_when_ended() override { graceful = true; }
   const boost::json::value* recorded_once(std::string_view key) override;
@@ -104,8 +105,8 @@ struct runner_call final : detail::request_channel {
   // The 2026-07-28 halves of the above (rounds.cpp).
   std::optional<exchange_result> settle_round(std::string_view method, std::string_view params_json,
                                               std::string& key);
-  std::int64_t ask_in_round(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
-                            std::string key);
+  void ask_in_round(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
+                    std::string key, std::int64_t id);
   void withdraw_question(std::int64_t question_id);
   detail::round_memory& memory();
 
@@ -144,7 +145,6 @@ struct runner_call final : detail::request_channel {
   /// The kept frame's name, minted when the first round is answered.
   std::uint64_t frame = 0;
   std::uint64_t binding = 0;
-  std::int64_t next_question = 1;
   std::vector<detail::pending_question> pending;
   std::unique_ptr<detail::round_memory> remembered;
   /// Lets a kept frame go when its time to live passes.
@@ -189,6 +189,8 @@ struct request_runner::impl {
              const peer_info* peer, std::optional<peer_info> own_peer,
              std::optional<retry_plan> preplanned = std::nullopt);
   bool resolve(std::int64_t id, exchange_result outcome);
+  /// Withdraws question `id`, whichever era asked it (posted by `cancel_exchange`).
+  void cancel_asked(std::int64_t id);
 
   // ---- rounds.cpp --------------------------------------------------------------------
   /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the
@@ -244,6 +246,9 @@ struct request_runner::impl {
   /// duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
   /// still exact in a JavaScript number.
   std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
+  /// Every question waiting for an answer (both eras), by id, and the request that asked
+  /// it: how a posted withdrawal finds its question, or finds it gone.
+  std::unordered_map<std::int64_t, runner_call*> askers;
   std::int64_t next_exchange_id = std::int64_t{1} << 40;
 };
 

@@ -203,12 +203,14 @@ bool exchange_awaiter::await_ready() {
 void exchange_awaiter::await_suspend(std::coroutine_handle<> h) {
   waiter_.handle = h;
   waiter_.slot = &result_;
-  // Mint, record and publish, then arm cancellation. All on the session's shard: no stop
-  // request can arrive from elsewhere in between, and publishing only queues the message
-  // for the stream's writer, so nothing resumes `h` before this returns.
-  id_ = channel_->begin_exchange(waiter_, method_, params_, std::move(key_));
-  if (call_stop_.stop_possible()) on_call_stop_.emplace(call_stop_, canceller{this});
-  if (extra_stop_.stop_possible()) on_extra_stop_.emplace(extra_stop_, canceller{this});
+  // Mint, arm cancellation, then record and publish, last. A stop (requested already, or
+  // from another thread now) only posts the withdrawal to the shard, which runs after
+  // this returns; and nothing here is touched once `begin_exchange` has published, so
+  // whatever the transport does with the question (even answer it at once) is safe.
+  id_ = channel_->mint_exchange_id();
+  if (call_stop_.stop_possible()) on_call_stop_.emplace(call_stop_, canceller{channel_, id_});
+  if (extra_stop_.stop_possible()) on_extra_stop_.emplace(extra_stop_, canceller{channel_, id_});
+  channel_->begin_exchange(waiter_, method_, params_, std::move(key_), id_);
 }
 
 exchange_result exchange_awaiter::await_resume() {
@@ -219,7 +221,7 @@ exchange_result exchange_awaiter::await_resume() {
   return std::move(result_);
 }
 
-void exchange_awaiter::canceller::operator()() const noexcept { self->channel_->cancel_exchange(self->id_); }
+void exchange_awaiter::canceller::operator()() const noexcept { channel->cancel_exchange(id); }
 
 task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration duration) {
   asio::steady_timer timer(executor_, duration);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <thread>
 
 #include <asio/io_context.hpp>
 
@@ -259,6 +260,25 @@ TEST_SUITE("application/exchange") {
     REQUIRE(f.out->sent.size() == 2);
     CHECK(f.out->pop().at("method") == "notifications/cancelled");
     CHECK(f.out->pop().at("result").at("isError") == true);  // the tool's own answer
+  }
+
+  TEST_CASE("a stop requested from another thread withdraws the question on the session's shard, not there") {
+    // The stop callback runs on the thread that requests the stop; the withdrawal (the
+    // table, the notification, resuming the tool) must wait for the shard. Nothing moves
+    // until the shard runs, and ThreadSanitizer (transport and application suites) sees
+    // no race.
+    fixture f;
+    (void)f.ask();
+    std::thread elsewhere([&] { f.own_stop.request_stop(); });
+    elsewhere.join();
+    CHECK(f.s->outstanding_exchanges() == 1);  // not withdrawn off the shard
+    CHECK(f.out->sent.empty());
+    droid::test::poll(f.io);
+    CHECK(f.condition == droid::errc::cancelled);
+    CHECK(f.s->outstanding_exchanges() == 0);
+    REQUIRE(f.out->sent.size() == 2);
+    CHECK(f.out->pop().at("method") == "notifications/cancelled");
+    CHECK(f.out->pop().at("result").at("isError") == true);
   }
 
   TEST_CASE("a stop requested before asking refuses without publishing") {

@@ -119,14 +119,20 @@ class request_channel {
   /// the question, or empty; the channel fills in the name it will go by.
   virtual std::optional<exchange_result> settle_now(std::string_view method, std::string_view params_json,
                                                     std::string& key) = 0;
-  /// Records `waiter` for the question and makes it known to the peer: a 2025 request is
-  /// published on this request's stream, a 2026 one becomes an entry of the request's
-  /// `inputRequests`. Returns the id `cancel_exchange` names it by. Runs inside
-  /// `await_suspend`.
-  virtual std::int64_t begin_exchange(exchange_waiter& waiter, std::string_view method,
-                                      std::string_view params_json, std::string key) = 0;
-  /// Takes the waiter for `id` out of the table (if it is still there), tells the peer
-  /// with `notifications/cancelled`, and resumes it with `errc::cancelled`.
+  /// The id the next question will go by (nothing is recorded yet). Why separate from
+  /// `begin_exchange`: the awaiter arms its cancellation with the id before the question
+  /// is published, so that nothing of it is touched after publishing.
+  virtual std::int64_t mint_exchange_id() = 0;
+  /// Records `waiter` under `id` and makes the question known to the peer: a 2025
+  /// request is published on this request's stream, a 2026 one becomes an entry of the
+  /// request's `inputRequests`. Runs inside `await_suspend`, as its last step.
+  virtual void begin_exchange(exchange_waiter& waiter, std::string_view method, std::string_view params_json,
+                              std::string key, std::int64_t id) = 0;
+  /// Withdraws question `id`: the peer is told (2025: `notifications/cancelled`) and the
+  /// waiter resumes with `errc::cancelled`. Callable from any thread (a stop token may be
+  /// requested anywhere); the withdrawal itself always happens later, on the request's
+  /// shard, so it never resumes a tool off its shard or inside its own `await_suspend`.
+  /// A question answered meanwhile is left alone.
   virtual void cancel_exchange(std::int64_t id) = 0;
   /// When the server (not the client) ends this request, its stop token is requested and
   /// its answer is still sent. Why: a `subscriptions/listen` stream the server closes
@@ -215,8 +221,11 @@ class [[nodiscard]] exchange_awaiter {
   exchange_result await_resume();
 
  private:
+  /// Holds what it needs by value: it may run on another thread, and it must not read
+  /// the awaiter, whose coroutine may be resuming meanwhile.
   struct canceller {
-    exchange_awaiter* self;
+    detail::request_channel* channel;
+    std::int64_t id;
     void operator()() const noexcept;
   };
 
