@@ -174,15 +174,26 @@ class forwarded_stream final : public outbound {
  public:
   forwarded_stream(std::shared_ptr<outbound> inner, std::weak_ptr<request_runner> from, ir::request_id key)
       : inner_(std::move(inner)), from_(std::move(from)), key_(std::move(key)) {}
+  forwarded_stream(const forwarded_stream&) = delete;
+  forwarded_stream& operator=(const forwarded_stream&) = delete;
+  /// A stream that serves more than this retry (stdio's) is never finished by it: the
+  /// retry is over when the serving runner lets go of it, and the receiving runner must
+  /// forget it then all the same.
+  ~forwarded_stream() override {
+    if (!finished_) forget();
+  }
   void send(std::string message) override { inner_->send(std::move(message)); }
   void finish() override;
   void interrupt() override { inner_->interrupt(); }
   [[nodiscard]] std::string exchange_refusal() const override { return inner_->exchange_refusal(); }
 
  private:
+  void forget() noexcept;
   std::shared_ptr<outbound> inner_;
   std::weak_ptr<request_runner> from_;
   ir::request_id key_;
+  /// Told once: a second forget could erase a later retry's entry under the same key.
+  bool finished_ = false;
 };
 
 }  // namespace
@@ -343,8 +354,18 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
 
 void forwarded_stream::finish() {
   inner_->finish();
-  if (std::shared_ptr<request_runner> from = from_.lock())
-    asio::post(from->executor(), [from, key = std::move(key_)] { from->forget_forwarded(key); });
+  if (std::exchange(finished_, true)) return;
+  forget();
+}
+
+void forwarded_stream::forget() noexcept {
+  try {
+    if (std::shared_ptr<request_runner> from = from_.lock())
+      asio::post(from->executor(), [from, key = std::move(key_)] { from->forget_forwarded(key); });
+  } catch (...) {
+    // Out of memory for the post: the entry stays until the receiving runner closes,
+    // which is better than ending the process from a destructor.
+  }
 }
 
 void request_runner::impl::forward(request_runner& self, retry_plan& plan, ir::request_id key,

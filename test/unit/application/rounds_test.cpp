@@ -616,4 +616,40 @@ TEST_SUITE("application/rounds") {
     }
     CHECK(droid::live_frames() == 0);
   }
+
+  TEST_CASE("a retry handed to another shard on a shared stream is forgotten when it ends, so its id is free again") {
+    // A stdio session's stream serves every request and is never finished by one: the
+    // receiving runner must still let go of the hand-over, or it grows by one entry per
+    // such retry and refuses the id as in flight for ever.
+    counters n;
+    droid::server srv(droid::server_info{"rounds-test", "1"}, options());
+    register_tools(srv, n);
+    asio::io_context io;
+    auto a = droid::request_runner::create(srv, io.get_executor());
+    auto b = droid::request_runner::create(srv, io.get_executor());
+    auto out = std::make_shared<droid::test::capture>();
+    const auto serve = [&](droid::request_runner& r, int key, const std::string& text, bool finish) {
+      droid::peer_info peer;
+      peer.protocol_version = "2026-07-28";
+      peer.revision = droid::protocol_revision::v2026_07_28;
+      peer.capabilities = boost::json::parse(all_capabilities).as_object();
+      auto decoded = droid::ir::decode(text);
+      r.serve(droid::ir::request_id(key), std::move(std::get<droid::ir::message>(decoded)), out, finish,
+              std::move(peer));
+      droid::test::poll(io);
+    };
+    const std::string answer = R"({"user_name":)" + accepted("name", "Sh") + "}";
+    for (int key : {1, 3}) {
+      serve(*a, key, call(key, "ask_name"), true);
+      const std::string state = state_of(out->pop());
+      // The same id each time, as a client reusing ids of requests that are over may.
+      serve(*b, 2, call(2, "ask_name", retry(answer, state)), false);
+      REQUIRE(out->sent.size() == 1);
+      CHECK(text_of(out->pop()) == "Hello Sh");
+    }
+    CHECK(n.starts == 2);  // both resumed where their frames were kept
+    a->close();
+    b->close();
+    droid::test::poll(io);
+  }
 }

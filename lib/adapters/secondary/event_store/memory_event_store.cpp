@@ -5,22 +5,54 @@
 
 namespace droid {
 
+void memory_event_store::evict_front() {
+  const event& oldest = events_.front();
+  if (auto it = streams_.find(oldest.stream); it != streams_.end()) {
+    stream_state& st = it->second;
+    st.evicted = oldest.seq;
+    // An unfinished stream that has nothing left here needs no state: its next event
+    // brings it back with everything before marked evicted (see append).
+    if (--st.held == 0 && !st.finished) streams_.erase(it);
+  }
+  events_.pop_front();
+}
+
 void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {
   if (capacity_ == 0) return;
-  if (events_.size() == capacity_) {
-    const event& oldest = events_.front();
-    streams_[oldest.stream].evicted = oldest.seq;
-    events_.pop_front();
-  }
+  if (events_.size() == capacity_) evict_front();
   events_.push_back(event{stream, seq, std::string(data)});
-  streams_[stream].last = seq;
+  auto [it, fresh] = streams_.try_emplace(stream);
+  // A stream seen again after its state went: what came before is gone, and a replay
+  // from there must refuse rather than skip it.
+  if (fresh) it->second.evicted = seq - 1;
+  it->second.last = seq;
+  ++it->second.held;
+}
+
+void memory_event_store::finish(std::uint64_t stream, std::uint64_t last_seq) {
+  if (capacity_ == 0) return;
+  auto [it, fresh] = streams_.try_emplace(stream);
+  stream_state& st = it->second;
+  if (st.finished) return;
+  // No events here (none sent, or all evicted): a client that saw `last_seq` can still
+  // resume to the end, one that saw less cannot.
+  if (fresh) st.last = st.evicted = last_seq;
+  st.finished = true;
+  finished_.push_back(stream);
+  if (finished_.size() <= finished_cap_) return;
+  streams_.erase(finished_.front());
+  finished_.pop_front();
+  // The ring mostly holds streams in the order they finish: the forgotten stream's
+  // events are usually at the front, and go now rather than at eviction.
+  while (!events_.empty() && !streams_.contains(events_.front().stream)) events_.pop_front();
 }
 
 bool memory_event_store::replay(std::uint64_t stream, std::uint64_t after_seq,
                                 const std::function<void(std::uint64_t, std::string_view)>& f) const {
   const auto it = streams_.find(stream);
-  // A stream with no events yet: nothing to replay (the transport knows which streams exist).
-  if (it == streams_.end()) return after_seq == 0;
+  // Unknown: never recorded, or forgotten. The transport answers for a live stream with
+  // nothing recorded (it knows its sequence), so nothing here can tell the two apart.
+  if (it == streams_.end()) return false;
   // Evicted events the client has not seen: a partial replay would silently lose them.
   if (after_seq < it->second.evicted || after_seq > it->second.last) return false;
   for (const event& e : events_)

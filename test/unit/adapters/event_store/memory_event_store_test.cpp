@@ -3,6 +3,7 @@
 /// The in-memory event ring and event ids: the resumption cursor, sans-io.
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,56 @@ TEST_SUITE("adapters/event_store") {
     CHECK_FALSE(ok);  // event 2 is gone
     CHECK(replayed(store, 1, 2, &ok) == std::vector<std::string>{"3:e3", "4:e4", "5:e5"});
     CHECK(ok);
+  }
+
+  TEST_CASE("a long session keeps a flat number of streams: finished ones are forgotten, oldest first") {
+    // What a session's POSTs do to its store: one stream per request, an event or two,
+    // then the end. 100,000 of them must not leave 100,000 entries behind.
+    droid::memory_event_store store(1024);
+    std::size_t most = 0;
+    for (std::uint64_t number = 1; number <= 100'000; ++number) {
+      droid::http::detail::logical_stream stream(number, &store, nullptr);
+      stream.send(R"({"jsonrpc":"2.0","method":"notifications/progress"})");
+      stream.send(R"({"jsonrpc":"2.0","id":1,"result":{}})");
+      stream.finish();
+      if (number > 1000) most = std::max(most, store.streams());
+    }
+    CHECK(most <= 64);
+    CHECK(store.size() <= 1024);
+  }
+
+  TEST_CASE("a stream that just finished resumes to its end; one forgotten or evicted is refused") {
+    droid::memory_event_store store(4, 2);
+    store.append(1, 1, "a");
+    store.append(1, 2, "b");
+    store.finish(1, 2);
+    bool ok = false;
+    CHECK(replayed(store, 1, 1, &ok) == std::vector<std::string>{"2:b"});
+    CHECK(ok);
+    store.finish(2, 0);  // a stream that sent nothing: known, and empty
+    CHECK(replayed(store, 2, 0, &ok).empty());
+    CHECK(ok);
+    store.finish(3, 0);  // past the cap of two: stream 1 goes, events and all
+    CHECK(store.streams() == 2);
+    CHECK(store.size() == 0);
+    (void)replayed(store, 1, 1, &ok);
+    CHECK_FALSE(ok);
+    // An unfinished stream whose events were all evicted: its state goes, and coming
+    // back with a later event it still refuses a replay from before the gap.
+    for (std::uint64_t seq = 1; seq <= 4; ++seq) store.append(4, seq, "x");
+    for (std::uint64_t seq = 1; seq <= 4; ++seq) store.append(5, seq, "y");
+    store.append(4, 5, "z");
+    (void)replayed(store, 4, 1, &ok);
+    CHECK_FALSE(ok);
+    CHECK(replayed(store, 4, 4, &ok) == std::vector<std::string>{"5:z"});
+    CHECK(ok);
+    // Finished after all its events went: only a client that saw the last one resumes.
+    for (std::uint64_t seq = 1; seq <= 4; ++seq) store.append(6, seq, "w");
+    store.finish(5, 4);
+    CHECK(replayed(store, 5, 4, &ok).empty());
+    CHECK(ok);
+    (void)replayed(store, 5, 3, &ok);
+    CHECK_FALSE(ok);
   }
 
   TEST_CASE("a capacity of zero records nothing") {

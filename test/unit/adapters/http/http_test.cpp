@@ -432,6 +432,40 @@ TEST_SUITE("adapters/http") {
     CHECK(c.read_response()->status == 200);
   }
 
+  TEST_CASE("a tool running after its client dropped keeps the session past the idle timeout (E8)") {
+    droid::http::options o;
+    o.session_idle_timeout = std::chrono::milliseconds(200);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    const std::string headers = "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
+    std::string id;
+    {
+      raw_connection post(f.port());
+      post.send(mcp_post(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{"ms":1500},"_meta":{"progressToken":1}}})",
+                         headers));
+      const std::string head = post.read_until("started");
+      const auto at = head.rfind("id: ");
+      REQUIRE(at != std::string::npos);
+      id = head.substr(at + 4, head.find('\n', at) - at - 4);
+    }  // the client is gone, its tool is not
+    // Several idle timeouts (and reaper rounds) with no stream open and no traffic.
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    CHECK(f.listener->sessions() == 1);
+    {
+      raw_connection get(f.port());
+      get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + headers +
+               "Last-Event-ID: " + id + "\r\n\r\n");
+      std::string raw = get.read_until("waited");
+      CHECK(raw.rfind("HTTP/1.1 200", 0) == 0);
+      CHECK(raw.find("waited") != std::string::npos);
+    }
+    // Still bounded: answered and with no stream left, the session is reaped as usual.
+    for (int i = 0; i < 100 && f.listener->sessions() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(f.listener->sessions() == 0);
+  }
+
   TEST_CASE("stateless mode serves requests with no session and refuses GET and DELETE") {
     droid::http::options o;
     o.stateless = true;

@@ -36,6 +36,15 @@ class event_store {
   /// unknown, `after_seq` is beyond its last event, or some of those events were evicted.
   virtual bool replay(std::uint64_t stream, std::uint64_t after_seq,
                       const std::function<void(std::uint64_t seq, std::string_view data)>& f) const = 0;
+  /// `stream` is over at event `last_seq` (0: it had none): nothing more will be
+  /// appended to it. Why it is told: a session opens a stream per request, and a store
+  /// that kept every one it ever saw would grow with the session's age; it may forget the
+  /// stream once a resume is no longer likely. A no-op by default (a store with its own
+  /// expiry need not care).
+  virtual void finish(std::uint64_t stream, std::uint64_t last_seq) {
+    (void)stream;
+    (void)last_seq;
+  }
 };
 
 /// Makes one store per session.
@@ -45,13 +54,23 @@ using event_store_factory = std::function<std::unique_ptr<event_store>()>;
 ///
 /// Why bounded by count: a client that never comes back must not pin memory; `capacity`
 /// is how far back a reconnecting client can resume.
+/// Invariants: a stream has state while it has events in the ring or while it is one of
+/// the latest `finished_streams` finished ones, so there are never more than
+/// `capacity + finished_streams` of them, however many the session opened. A stream
+/// whose state went is unknown: it cannot be replayed, never replayed wrongly.
 class memory_event_store final : public event_store {
  public:
-  explicit memory_event_store(std::size_t capacity) : capacity_(capacity) {}
+  /// Why 16 finished streams: a client resumes the stream it just lost, right after its
+  /// end, not one from a hundred requests ago.
+  explicit memory_event_store(std::size_t capacity, std::size_t finished_streams = 16)
+      : capacity_(capacity), finished_cap_(finished_streams) {}
   void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override;
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
+  void finish(std::uint64_t stream, std::uint64_t last_seq) override;
   [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
+  /// How many streams the store keeps state for (what a long session must not grow).
+  [[nodiscard]] std::size_t streams() const noexcept { return streams_.size(); }
 
  private:
   struct event {
@@ -62,10 +81,19 @@ class memory_event_store final : public event_store {
   struct stream_state {
     std::uint64_t last = 0;     ///< highest seq recorded
     std::uint64_t evicted = 0;  ///< highest seq evicted (0: none)
+    std::size_t held = 0;       ///< events of the stream in the ring
+    bool finished = false;      ///< in `finished_`, which decides when the state goes
   };
+  /// Drops the front event; its stream's state goes with its last event unless finished.
+  void evict_front();
   std::size_t capacity_;
+  std::size_t finished_cap_;
+  /// Events of forgotten streams may stay until evicted: they are skipped, and bounded
+  /// by `capacity_` like the rest.
   std::deque<event> events_;
   std::unordered_map<std::uint64_t, stream_state> streams_;
+  /// Finished streams still known, oldest first.
+  std::deque<std::uint64_t> finished_;
 };
 
 }  // namespace droid

@@ -78,6 +78,10 @@ struct session_entry {
   asio::any_io_executor executor;
   /// Open POST streams and the GET stream: a session with any is busy, never reaped.
   std::atomic<int> active{0};
+  /// Requests not yet answered, whether a connection still carries their stream or not:
+  /// a client that lost its connection while a tool runs resumes it later, so the work
+  /// keeps the session as an open stream does (it ends with the tool, or its cancellation).
+  std::atomic<int> running{0};
   std::atomic<std::int64_t> last_used{0};
   /// The last stream number handed out (0 is the standalone stream).
   std::atomic<std::uint64_t> next_stream{0};
@@ -123,12 +127,14 @@ class session_table {
     map_.erase(it);
     return e;
   }
-  /// Removes and returns every entry idle since before `cutoff` and not busy.
+  /// Removes and returns every entry idle since before `cutoff` and not busy (no open
+  /// stream, no request being answered).
   std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff) {
     std::vector<std::shared_ptr<session_entry>> out;
     std::lock_guard lock(mutex_);
     for (auto it = map_.begin(); it != map_.end();) {
-      if (it->second->active.load() == 0 && it->second->last_used.load() < cutoff) {
+      const session_entry& e = *it->second;
+      if (e.active.load() == 0 && e.running.load() == 0 && e.last_used.load() < cutoff) {
         out.push_back(std::move(it->second));
         it = map_.erase(it);
       } else {
@@ -687,6 +693,9 @@ task<bool> connection::handle_post(detail::request& req) {
   const ir::request_id request_id = msg.id();
   auto sink = make_sink();
   ++entry->active;
+  // Counted before the hand-over, while `active` still holds the session: the reaper
+  // never sees a moment with neither.
+  ++entry->running;
   // Why a tool on this stream could not ask the client anything (empty: it can).
   const std::string_view refusal =
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
@@ -694,7 +703,14 @@ task<bool> connection::handle_post(detail::request& req) {
                 : std::string_view();
   asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg)]() mutable {
     auto stream = std::make_shared<detail::logical_stream>(
-        number, json_mode ? nullptr : entry->store.get(), [entry, number] { entry->streams.erase(number); },
+        number, json_mode ? nullptr : entry->store.get(),
+        [entry, number] {
+          entry->streams.erase(number);
+          // The idle clock starts at the answer: a client that lost the stream has the
+          // whole timeout to resume it.
+          entry->last_used = now_ns();
+          --entry->running;
+        },
         refusal);
     entry->streams.emplace(number, stream);
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from

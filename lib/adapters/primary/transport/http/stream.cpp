@@ -96,6 +96,7 @@ void logical_stream::send(std::string message) {
 void logical_stream::finish() {
   if (finished_) return;
   finished_ = true;
+  if (store_) store_->finish(number_, seq_);
   if (sink_ && !sink_resumed_) sink_->finish();
   sink_.reset();
   if (on_finish_) std::exchange(on_finish_, nullptr)();
@@ -123,6 +124,9 @@ void logical_stream::detach(const std::shared_ptr<response_sink>& sink) {
 
 bool logical_stream::replay(std::uint64_t after_seq, response_sink& sink) const {
   if (!store_ || after_seq > seq_) return false;
+  // Nothing after it: the store may not know a stream with no events yet, or have let
+  // go of one whose events were all evicted, and neither is a loss.
+  if (after_seq == seq_) return true;
   return store_->replay(number_, after_seq, [&](std::uint64_t seq, std::string_view data) {
     sink.push(sse_event{event_id(number_, seq), std::string(data)});
   });
