@@ -295,6 +295,12 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
       return;
     }
     if (method == "resources/subscribe") {
+      if (!s.subscriptions.contains(*uri) && s.subscriptions.size() >= s.srv.options().max_subscriptions) {
+        s.send_error(to, id, ir::errc::invalid_params,
+                     "Invalid params: this session holds " + std::to_string(s.subscriptions.size()) +
+                         " subscriptions, the most it may (server_options::max_subscriptions)");
+        return;
+      }
       s.subscriptions.insert(std::move(*uri));
     } else {
       if (auto it = s.subscriptions.find(*uri); it != s.subscriptions.end()) s.subscriptions.erase(it);

@@ -129,6 +129,20 @@ TEST_SUITE("application/resources") {
     CHECK(f.out->sent.empty());
   }
 
+  TEST_CASE("subscriptions are bounded per session; subscribing again or after unsubscribing is not refused") {
+    fixture f;
+    f.out->sent.clear();
+    for (int i = 0; i < 1024; ++i)
+      REQUIRE(f.request("resources/subscribe", R"({"uri":"test://u/)" + std::to_string(i) + R"("})").at("result") ==
+              boost::json::object{});
+    const auto refused = f.request("resources/subscribe", R"({"uri":"test://u/one-more"})");
+    CHECK(refused.at("error").at("code") == -32602);
+    CHECK(std::string(refused.at("error").at("message").as_string()).find("max_subscriptions") != std::string::npos);
+    CHECK(f.request("resources/subscribe", R"({"uri":"test://u/7"})").at("result") == boost::json::object{});
+    CHECK(f.request("resources/unsubscribe", R"({"uri":"test://u/7"})").at("result") == boost::json::object{});
+    CHECK(f.request("resources/subscribe", R"({"uri":"test://u/one-more"})").at("result") == boost::json::object{});
+  }
+
   TEST_CASE("adding and removing resources notifies list_changed; duplicates are refused") {
     fixture f;
     f.out->sent.clear();

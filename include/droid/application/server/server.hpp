@@ -70,6 +70,10 @@ struct server_options {
   /// Where the server writes diagnostics (handler exceptions, dropped messages). Never
   /// stdout: on stdio, stdout carries the protocol only. Default: standard error.
   std::function<void(std::string_view)> log{};
+  /// Resources one 2025 session may be subscribed to (`resources/subscribe` past it is
+  /// -32602). Why bounded: a client may subscribe to any URI string, and each stays for
+  /// the session's life.
+  std::size_t max_subscriptions = 1024;
 
   /// The cache hints 2026-07-28 clients get on each cacheable result (`ttlMs`,
   /// `cacheScope`). Why 0 by default: the framework cannot know how often a server
