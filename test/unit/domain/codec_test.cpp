@@ -94,6 +94,31 @@ TEST_SUITE("domain/ir/decode") {
     CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","extra":01})").code == errc::parse_error);
   }
 
+  TEST_CASE("an invalid escape in any string value is a parse error, wherever the string is") {
+    for (const char* bad : {R"(\q)", R"(\x41)", R"(\u12)", R"(\u12G4)", R"(\U0041)", R"(a\\\')"}) {
+      CAPTURE(bad);
+      const std::string s = std::string("\"") + bad + "\"";
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":)" + s + "}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":[1,)" + s + "]}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":)" + s + "}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","extra":{"a":[)" + s + "]}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"result":{"x":)" + s + "}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":)" + s + "}}").code ==
+            errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":)" + s + "}}").code ==
+            errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":)" + s + R"(,"id":1,"method":"ping"})").code == errc::parse_error);
+      CHECK(refused(R"([)" + s + "]").code == errc::parse_error);
+    }
+    // Raw control characters, which stage 1 catches, stay refused as well.
+    CHECK(refused("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"a\tb\"}}").code ==
+          errc::parse_error);
+    // Every valid escape still passes, at the start, the end and back to back.
+    const std::string params =
+        R"({"x":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00","y":"a\\","z":"\\\"","w":"\u0041 " ,"v":[""]})";
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":)" + params + "}").params().text == params);
+  }
+
   TEST_CASE("trailing content after the message is a parse error") {
     CHECK(refused(R"({"jsonrpc":"2.0","method":"ping"} {})").code == errc::parse_error);
   }
