@@ -279,10 +279,17 @@ decoded decode(std::string text) {
   std::string error_message;
 
   auto capture = [&](od::value v, od::json_type t, message::span& out) -> error_code {
-    const char* start = v.raw_json_token().data();
+    const std::string_view token = v.raw_json_token();
+    const char* start = token.data();
     if (auto e = walk(v, 2)) return e;
     const char* end = nullptr;
-    if (auto e = doc.current_location().get(end)) return e;
+    // simdjson 3.0's `get_number` parses without advancing, so after a number the
+    // location is still its start; a scalar is one token, which ends where the next begins.
+    if (t == od::json_type::number) {
+      end = start + token.size();
+    } else if (auto e = doc.current_location().get(end)) {
+      return e;
+    }
     out = message_builder::span_of(m, trim_end(start, end), kind_of(t));
     return simdjson::SUCCESS;
   };

@@ -119,6 +119,33 @@ TEST_SUITE("domain/ir/decode") {
     CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":)" + params + "}").params().text == params);
   }
 
+  TEST_CASE("number params, results and error data keep their text and re-encode") {
+    for (const char* number : {"5", "-1.5e3", "0", "18446744073709551615", "1e300"}) {
+      CAPTURE(number);
+      const std::string n = number;
+      const message p = accepted(R"({"jsonrpc":"2.0","id":1,"method":"m","params":)" + n + " }");
+      CHECK(p.params().kind == json_kind::number);
+      CHECK(p.params().text == n);
+      const message r = accepted(R"({"jsonrpc":"2.0","id":1,"result":)" + n + "}");
+      CHECK(r.result().kind == json_kind::number);
+      CHECK(r.result().text == n);
+      const message e = accepted(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":)" + n + "\n}}");
+      CHECK(e.error_data().text == n);
+
+      std::string out;
+      droid::ir::append_result(out, r.id(), r.result().text);
+      CHECK(out == R"({"jsonrpc":"2.0","id":1,"result":)" + n + "}");
+      CHECK(accepted(out).result().text == n);
+      out.clear();
+      droid::ir::append_error(out, e.id(), e.error_code(), e.error_message(), e.error_data().text);
+      CHECK(accepted(out).error_data().text == n);
+    }
+    // The other scalars were already whole; they stay so.
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":true})").result().text == "true");
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":null})").result().text == "null");
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":"s"})").result().text == R"("s")");
+  }
+
   TEST_CASE("trailing content after the message is a parse error") {
     CHECK(refused(R"({"jsonrpc":"2.0","method":"ping"} {})").code == errc::parse_error);
   }
