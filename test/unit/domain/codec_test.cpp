@@ -3,6 +3,7 @@
 /// The JSON-RPC decoder and encoders against RELIABILITY.md section 2.
 #include <droid/domain/ir/codec.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -340,6 +341,28 @@ TEST_SUITE("domain/ir/encode") {
     parts += R"({"a":1})";
     parts += '}';
     CHECK(parts == whole);
+  }
+
+  TEST_CASE("every double is written so that our decoder reads the same double back") {
+    const double big = 0x1p64;
+    for (const double d : {big, std::nextafter(big, 0.0), 1.5e19, 1e20, 1e21, 1e22, 123456789012345678901234.0, 1e300,
+                           -0x1p63 - 1, -0x1p63, std::nextafter(-0x1p63, -big), -1e19, 0x1p63,
+                           std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                           std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min(), -0.0,
+                           0.1, 20.0}) {
+      const std::string text = droid::ir::to_json_text(boost::json::value(d));
+      CAPTURE(text);
+      const message m = accepted(R"({"jsonrpc":"2.0","id":1,"result":[)" + text + "]}");
+      bool same = false;
+      const auto ec = droid::ir::visit_json(m.result().text, [&](const droid::ir::json_node& n) {
+        n.for_each_element([&](const droid::ir::json_node& e) { same = e.is_number() && e.number() == d; });
+      });
+      CHECK_FALSE(ec);
+      CHECK(same);
+    }
+    CHECK(droid::ir::to_json_text(boost::json::value(big)) == "1.8446744073709552e+19");
+    CHECK(droid::ir::to_json_text(boost::json::value(0x1p63)) == "9223372036854775808");
+    CHECK(droid::ir::to_json_text(boost::json::value(-0x1p63)) == "-9223372036854775808");
   }
 
   TEST_CASE("numbers are written in their shortest form, non-finite as null") {
