@@ -14,7 +14,9 @@
 /// A lone surrogate escape (`"\ud800"`) is valid JSON grammar. Rejecting it here would
 /// make it a -32700 for the whole message; leaving it to the typed decoder makes it an
 /// invalid-params answer for the one field that holds it (RELIABILITY 2.25, decision 7).
-/// Envelope strings (`jsonrpc`, `method`, string ids) are unescaped and must be valid.
+/// Their escapes are still checked (`"\q"` is not JSON at all), by a scan that costs about
+/// a memchr per string. Envelope strings (`jsonrpc`, `method`, string ids) are unescaped
+/// and must be valid.
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
@@ -76,6 +78,37 @@ json_kind kind_of(od::json_type t) {
   return json_kind::absent;
 }
 
+/// Trims JSON whitespace from the end of a raw span (the walk's end position is the next
+/// structural character, so the whitespace before it belongs to no value).
+std::string_view trim_end(const char* begin, const char* end) {
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
+  return {begin, static_cast<std::size_t>(end - begin)};
+}
+
+/// Whether every escape between `p` and `end` (a string's content, quotes excluded) is one
+/// JSON allows. On-Demand's raw strings skip this, and an escape is the one thing stage 1
+/// cannot check: it only finds where strings end. Lone surrogates are valid grammar and
+/// pass (see the file comment).
+///
+/// Why memchr: most strings hold no backslash at all, and glibc's memchr crosses them
+/// many bytes per step.
+bool escapes_valid(const char* p, const char* end) noexcept {
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); };
+  // Stage 1 found the closing quote unescaped, so an escape never starts at `end - 1`, and
+  // a short `\u` escape meets that quote, which is no hex digit, before reading past it.
+  while (p < end && (p = static_cast<const char*>(std::memchr(p, '\\', static_cast<std::size_t>(end - p))))) {
+    switch (p[1]) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': p += 2; break;
+      case 'u':
+        if (!hex(p[2]) || !hex(p[3]) || !hex(p[4]) || !hex(p[5])) return false;
+        p += 6;
+        break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
 /// Walks one value completely, validating everything On-Demand would otherwise skip.
 /// Recursion is bounded by `max_depth`, so hostile nesting cannot exhaust the stack.
 error_code walk(od::value v, std::uint32_t depth) {
@@ -111,8 +144,14 @@ error_code walk(od::value v, std::uint32_t depth) {
       return v.get_number().get(n);
     }
     case od::json_type::string: {
+      // The token runs from the opening quote to the next structural character.
+      const std::string_view token = v.raw_json_token();
       od::raw_json_string s;
-      return v.get_raw_json_string().get(s);
+      if (auto e = v.get_raw_json_string().get(s)) return e;
+      const std::string_view quoted = trim_end(token.data(), token.data() + token.size());
+      if (quoted.size() < 2 || !escapes_valid(quoted.data() + 1, quoted.data() + quoted.size() - 1))
+        return simdjson::STRING_ERROR;
+      return simdjson::SUCCESS;
     }
     case od::json_type::boolean: {
       bool b;
@@ -149,13 +188,6 @@ std::optional<request_id> read_id(od::value v, bool& valid) {
     return request_id(n);
   }
   return std::nullopt;
-}
-
-/// Trims JSON whitespace from the end of a raw span (the walk's end position is the next
-/// structural character, so the whitespace before it belongs to no value).
-std::string_view trim_end(const char* begin, const char* end) {
-  while (end > begin && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
-  return {begin, static_cast<std::size_t>(end - begin)};
 }
 
 rejection parse_failure(error_code e) {
@@ -247,10 +279,17 @@ decoded decode(std::string text) {
   std::string error_message;
 
   auto capture = [&](od::value v, od::json_type t, message::span& out) -> error_code {
-    const char* start = v.raw_json_token().data();
+    const std::string_view token = v.raw_json_token();
+    const char* start = token.data();
     if (auto e = walk(v, 2)) return e;
     const char* end = nullptr;
-    if (auto e = doc.current_location().get(end)) return e;
+    // simdjson 3.0's `get_number` parses without advancing, so after a number the
+    // location is still its start; a scalar is one token, which ends where the next begins.
+    if (t == od::json_type::number) {
+      end = start + token.size();
+    } else if (auto e = doc.current_location().get(end)) {
+      return e;
+    }
     out = message_builder::span_of(m, trim_end(start, end), kind_of(t));
     return simdjson::SUCCESS;
   };

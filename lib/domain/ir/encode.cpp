@@ -104,7 +104,12 @@ void append_json(std::string& out, const boost::json::value& v) {
         out += "null";
         return;
       }
-      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+      // The shortest form of an integral double is its digits (`20`), but simdjson-based
+      // readers, ours included, refuse an integer outside [-2^63, 2^64): such a double is
+      // written with an exponent (`1.8446744073709552e+19`), which every reader takes.
+      const bool beyond_integers = d >= 0x1p64 || d < -0x1p63;
+      auto [end, ec] = beyond_integers ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
+                                       : std::to_chars(buf, buf + sizeof buf, d);
       out.append(buf, end);
       return;
     }

@@ -3,6 +3,7 @@
 /// The JSON-RPC decoder and encoders against RELIABILITY.md section 2.
 #include <droid/domain/ir/codec.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -92,6 +93,58 @@ TEST_SUITE("domain/ir/decode") {
     CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[1,}})").code == errc::parse_error);
     CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","extra":[tru]})").code == errc::parse_error);
     CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","extra":01})").code == errc::parse_error);
+  }
+
+  TEST_CASE("an invalid escape in any string value is a parse error, wherever the string is") {
+    for (const char* bad : {R"(\q)", R"(\x41)", R"(\u12)", R"(\u12G4)", R"(\U0041)", R"(a\\\')"}) {
+      CAPTURE(bad);
+      const std::string s = std::string("\"") + bad + "\"";
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":)" + s + "}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":[1,)" + s + "]}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":)" + s + "}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"method":"ping","extra":{"a":[)" + s + "]}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"result":{"x":)" + s + "}}").code == errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":)" + s + "}}").code ==
+            errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":)" + s + "}}").code ==
+            errc::parse_error);
+      CHECK(refused(R"({"jsonrpc":)" + s + R"(,"id":1,"method":"ping"})").code == errc::parse_error);
+      CHECK(refused(R"([)" + s + "]").code == errc::parse_error);
+    }
+    // Raw control characters, which stage 1 catches, stay refused as well.
+    CHECK(refused("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"a\tb\"}}").code ==
+          errc::parse_error);
+    // Every valid escape still passes, at the start, the end and back to back.
+    const std::string params =
+        R"({"x":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00","y":"a\\","z":"\\\"","w":"\u0041 " ,"v":[""]})";
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":)" + params + "}").params().text == params);
+  }
+
+  TEST_CASE("number params, results and error data keep their text and re-encode") {
+    for (const char* number : {"5", "-1.5e3", "0", "18446744073709551615", "1e300"}) {
+      CAPTURE(number);
+      const std::string n = number;
+      const message p = accepted(R"({"jsonrpc":"2.0","id":1,"method":"m","params":)" + n + " }");
+      CHECK(p.params().kind == json_kind::number);
+      CHECK(p.params().text == n);
+      const message r = accepted(R"({"jsonrpc":"2.0","id":1,"result":)" + n + "}");
+      CHECK(r.result().kind == json_kind::number);
+      CHECK(r.result().text == n);
+      const message e = accepted(R"({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":)" + n + "\n}}");
+      CHECK(e.error_data().text == n);
+
+      std::string out;
+      droid::ir::append_result(out, r.id(), r.result().text);
+      CHECK(out == R"({"jsonrpc":"2.0","id":1,"result":)" + n + "}");
+      CHECK(accepted(out).result().text == n);
+      out.clear();
+      droid::ir::append_error(out, e.id(), e.error_code(), e.error_message(), e.error_data().text);
+      CHECK(accepted(out).error_data().text == n);
+    }
+    // The other scalars were already whole; they stay so.
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":true})").result().text == "true");
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":null})").result().text == "null");
+    CHECK(accepted(R"({"jsonrpc":"2.0","id":1,"result":"s"})").result().text == R"("s")");
   }
 
   TEST_CASE("trailing content after the message is a parse error") {
@@ -288,6 +341,28 @@ TEST_SUITE("domain/ir/encode") {
     parts += R"({"a":1})";
     parts += '}';
     CHECK(parts == whole);
+  }
+
+  TEST_CASE("every double is written so that our decoder reads the same double back") {
+    const double big = 0x1p64;
+    for (const double d : {big, std::nextafter(big, 0.0), 1.5e19, 1e20, 1e21, 1e22, 123456789012345678901234.0, 1e300,
+                           -0x1p63 - 1, -0x1p63, std::nextafter(-0x1p63, -big), -1e19, 0x1p63,
+                           std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                           std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min(), -0.0,
+                           0.1, 20.0}) {
+      const std::string text = droid::ir::to_json_text(boost::json::value(d));
+      CAPTURE(text);
+      const message m = accepted(R"({"jsonrpc":"2.0","id":1,"result":[)" + text + "]}");
+      bool same = false;
+      const auto ec = droid::ir::visit_json(m.result().text, [&](const droid::ir::json_node& n) {
+        n.for_each_element([&](const droid::ir::json_node& e) { same = e.is_number() && e.number() == d; });
+      });
+      CHECK_FALSE(ec);
+      CHECK(same);
+    }
+    CHECK(droid::ir::to_json_text(boost::json::value(big)) == "1.8446744073709552e+19");
+    CHECK(droid::ir::to_json_text(boost::json::value(0x1p63)) == "9223372036854775808");
+    CHECK(droid::ir::to_json_text(boost::json::value(-0x1p63)) == "-9223372036854775808");
   }
 
   TEST_CASE("numbers are written in their shortest form, non-finite as null") {

@@ -190,13 +190,6 @@ inline std::string quoted(std::string_view s) {
   return out;
 }
 
-/// `d` as the shortest text that reads back as the same double ("150", "0.5").
-inline std::string number_text(double d) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, d);
-  return std::string(buf, r.ptr);
-}
-
 inline std::string count_text(std::size_t n, std::string_view noun) {
   std::string s = std::to_string(n) + " " + std::string(noun);
   if (n != 1) s += 's';

@@ -27,6 +27,7 @@
 /// (see `field_hint`).
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -318,6 +319,14 @@ inline bool fail(std::string& error, const json_path& path, std::string_view wha
   return false;
 }
 
+/// `d` as the shortest text that reads back as the same double ("150", "0.5"), for error
+/// messages: `std::to_string` writes 2^64 as "18446744073709551616.000000".
+inline std::string number_text(double d) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+
 template <class T>
 bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::string& error);
 
@@ -349,11 +358,17 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
       out = static_cast<T>(v);
       return true;
     }
-    // JSON Schema's "integer" admits 3.0: a number whose fraction is zero.
+    // JSON Schema's "integer" admits 3.0: a number whose fraction is zero. The range is
+    // [lowest, limit) with both ends powers of two, which doubles hold exactly: `max()` as
+    // a double rounds up to 2^63 or 2^64 for the 64-bit types, and converting a double the
+    // type cannot hold is undefined behaviour.
     if (k == K::floating) {
+      constexpr double limit = 2.0 * static_cast<double>(T(1) << (std::numeric_limits<T>::digits - 1));
+      constexpr double lowest = std::is_signed_v<T> ? -limit : 0.0;
       const double d = n.number();
-      if (std::trunc(d) == d && d >= static_cast<double>(std::numeric_limits<T>::min()) &&
-          d <= static_cast<double>(std::numeric_limits<T>::max())) {
+      if (std::trunc(d) == d) {
+        if (d < lowest || d >= limit)
+          return error = path.quoted() + ": " + number_text(d) + " is out of range", false;
         out = static_cast<T>(d);
         return true;
       }
@@ -361,7 +376,11 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
     return fail(error, path, "an integer", n);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!n.is_number()) return fail(error, path, "a number", n);
-    out = static_cast<T>(n.number());
+    const double d = n.number();
+    // A double beyond a float's range is undefined behaviour to convert, not infinity.
+    if (std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()))
+      return error = path.quoted() + ": " + number_text(d) + " is out of range", false;
+    out = static_cast<T>(d);
     return true;
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (n.kind() != K::string) return fail(error, path, "a string", n);
