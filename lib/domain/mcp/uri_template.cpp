@@ -167,6 +167,49 @@ constexpr std::string_view supported = "only levels 1 and 2 are supported: {var}
 constexpr std::string_view name_rule =
     "names use letters, digits, \"_\" and %XX triplets, with single dots only between them";
 
+/// Whether a byte string growing one byte at a time is still UTF-8, with the same strictness
+/// as `decode_utf8` (Unicode's table 3-7: no overlongs, no surrogates, nothing above
+/// U+10FFFF). Why incremental: the search tries every end of a span in turn, and checking
+/// each candidate from its start would make a long span quadratic.
+class utf8_prefix {
+ public:
+  /// Adds `byte`; false once no continuation can make the bytes so far UTF-8.
+  bool add(unsigned char byte) noexcept {
+    if (pending_ == 0) {
+      low_ = 0x80;
+      high_ = 0xBF;
+      if (byte < 0x80) return true;
+      if (byte >= 0xC2 && byte <= 0xDF) {
+        pending_ = 1;
+      } else if (byte >= 0xE0 && byte <= 0xEF) {
+        pending_ = 2;
+        if (byte == 0xE0) low_ = 0xA0;   // below is an overlong
+        if (byte == 0xED) high_ = 0x9F;  // above is a surrogate
+      } else if (byte >= 0xF0 && byte <= 0xF4) {
+        pending_ = 3;
+        if (byte == 0xF0) low_ = 0x90;   // below is an overlong
+        if (byte == 0xF4) high_ = 0x8F;  // above is past U+10FFFF
+      } else {
+        return false;
+      }
+      return true;
+    }
+    if (byte < low_ || byte > high_) return false;
+    --pending_;
+    low_ = 0x80;
+    high_ = 0xBF;
+    return true;
+  }
+
+  /// True when the bytes so far end on a character boundary.
+  [[nodiscard]] bool complete() const noexcept { return pending_ == 0; }
+
+ private:
+  unsigned pending_ = 0;  // continuation bytes still owed by the current character
+  unsigned char low_ = 0x80;
+  unsigned char high_ = 0xBF;
+};
+
 /// What one occurrence of a variable says about its value during matching.
 /// `empty_or_undefined` is a zero-length `{var}` or `{+var}`. Expansion writes nothing
 /// for both, so it agrees with either until another occurrence settles the question.
@@ -404,14 +447,18 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
     }
     const bool reserved = pt.kind != part_kind::simple;
     std::string decoded;
+    utf8_prefix utf8;
     for (std::size_t q = start; cell(reaches, k, q);) {
       const bound evidence = q == p ? bound::empty_or_undefined : bound::defined;
-      if (attempt(evidence, decoded, q)) return true;
+      // A span that ends inside a character is skipped rather than refused: a longer one
+      // may finish the character.
+      if (utf8.complete() && attempt(evidence, decoded, q)) return true;
       const std::size_t len = token_length(uri, q, reserved);
       if (len == 0) return false;
-      decoded += len == 3 ? decode_triplet(uri, q) : uri[q];
+      const char byte = len == 3 ? decode_triplet(uri, q) : uri[q];
+      decoded += byte;
       q += len;
-      if (!can_extend(b, decoded)) return false;
+      if (!utf8.add(static_cast<unsigned char>(byte)) || !can_extend(b, decoded)) return false;
     }
     return false;
   };

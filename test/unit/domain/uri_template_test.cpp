@@ -169,6 +169,22 @@ TEST_SUITE("domain/mcp/uri_template") {
     CHECK_FALSE(uri_template("file:///{+path}").match("file:///100%"));
   }
 
+  TEST_CASE("a value that does not decode to UTF-8 does not match") {
+    // The decoded value goes into JSON text, which must be UTF-8; expand never writes
+    // such a span for a UTF-8 value.
+    const uri_template t("test://template/{id}/data");
+    CHECK_FALSE(t.match("test://template/%FF/data"));
+    CHECK_FALSE(t.match("test://template/%C3/data"));         // a character cut short
+    CHECK_FALSE(t.match("test://template/%C0%AF/data"));      // an overlong "/"
+    CHECK_FALSE(t.match("test://template/%ED%A0%80/data"));   // a surrogate
+    CHECK_FALSE(t.match("test://template/%F4%90%80%80/data"));  // above U+10FFFF
+    CHECK_FALSE(uri_template("file:///{+path}").match("file:///a/%E2%82"));
+    CHECK(t.match("test://template/%F0%9F%98%80/data") == value_map{{"id", "\xF0\x9F\x98\x80"}});
+    // A span may not end inside a character: the shortest reading that is UTF-8 wins.
+    CHECK(uri_template("{a}{b}").match("%C3%A9") == value_map{{"a", ""}, {"b", "\xC3\xA9"}});
+    CHECK(uri_template("{a}%A9{b}").match("%C3%A9%A9") == value_map{{"a", "\xC3\xA9"}, {"b", ""}});
+  }
+
   TEST_CASE("matched values are percent-decoded whatever the case of the hex digits") {
     const uri_template repo("repo://{owner}/{repo}/issues/{number}");
     const auto m = repo.match("repo://my%20org/caf%c3%a9/issues/%34%32");

@@ -45,6 +45,12 @@
 ///   through unchanged, so it already maps `a%2Fb` and `a/b` to different URIs that
 ///   cannot be told apart after decoding. A handler that needs the raw spelling still
 ///   has the URI itself.
+/// - **Every returned value is valid UTF-8.** A span whose triplets decode to anything
+///   else (`%FF`, a lone `%C3`, an encoded surrogate) is not a value, so
+///   `test://template/%FF/data` does not match `test://template/{id}/data`. Why here and
+///   not in each handler: a handler echoes its values into text content, JSON text must
+///   be UTF-8, and `expand` of a UTF-8 value never writes such a span. Leftmost-shortest
+///   (below) is taken over the readings whose values are all UTF-8.
 /// - **Empty values match.** RFC 6570 expands `""` to nothing, so
 ///   `test://template//data` is an expansion of `test://template/{id}/data`, and
 ///   matching it gives `id == ""`. Refusing empty values would break the round trip for
