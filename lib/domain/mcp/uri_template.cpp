@@ -13,6 +13,16 @@
 /// Without repeated variables that choice can never fail later, so matching is one
 /// pass. With them, a later occurrence can reject the choice, and the search
 /// backtracks, still only into completable positions.
+///
+/// ## Why the search has a budget
+/// Matching with repeated variables is a pattern with back-references, which is
+/// NP-complete in general: `{a}{b}{c}{d}{a}{b}{c}{d}` against a long run of one letter
+/// tries every way to cut the first half before it can fail, and 403 bytes took over 12 s.
+/// No memo over (part, offset) is sound, because what can follow depends on the values
+/// bound so far. So the search counts its work and gives up, with no match, past a
+/// budget linear in parts × URI length. A template without repeated variables never comes
+/// near it (its search does not backtrack), and the floor leaves room for the short
+/// backtracking that realistic repeated templates need.
 #include <droid/domain/mcp/uri_template.hpp>
 
 #include <stdexcept>
@@ -243,13 +253,15 @@ bool merge(binding& b, bound incoming, const std::string& value) {
 
 /// False once the decoded text of a growing span can no longer equal what `b` already
 /// holds. This keeps a repeated variable's later occurrences from scanning further than
-/// the value they must repeat.
+/// the value they must repeat. Asked after each byte added, and never again once false,
+/// so only the newest byte needs comparing: a whole-prefix compare would make each walk
+/// quadratic.
 bool can_extend(const binding& b, const std::string& decoded) {
   switch (b.state) {
     case bound::unbound:
       return true;
     case bound::defined:
-      return decoded.size() <= b.value.size() && b.value.compare(0, decoded.size(), decoded) == 0;
+      return decoded.size() <= b.value.size() && b.value[decoded.size() - 1] == decoded.back();
     case bound::empty_or_undefined:
     case bound::undefined:
       return decoded.empty();
@@ -385,7 +397,16 @@ std::string uri_template::expand(const value_map& values) const {
   return out;
 }
 
+std::size_t uri_template::step_limit(std::size_t uri_size) const noexcept {
+  return 16 * (parts_.size() + 1) * (uri_size + 1) + 65536;
+}
+
 std::optional<uri_template::value_map> uri_template::match(std::string_view uri) const {
+  std::size_t steps = 0;
+  return match(uri, steps);
+}
+
+std::optional<uri_template::value_map> uri_template::match(std::string_view uri, std::size_t& steps) const {
   const std::size_t n = parts_.size();
   const std::size_t width = uri.size() + 1;
 
@@ -422,6 +443,18 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
   if (!cell(completes, 0, 0)) return std::nullopt;
 
   std::vector<binding> bindings(variables_.size());
+  // Once the budget is spent every frame fails at its next charge, so the search unwinds
+  // at once; work that would overdraw it is refused, not done.
+  const std::size_t budget = steps + step_limit(uri.size());
+  bool exhausted = false;
+  const auto charge = [&](std::size_t units) {
+    if (exhausted || units > budget - steps) {
+      exhausted = true;
+      return false;
+    }
+    steps += units;
+    return true;
+  };
   // Every call starts at a position the table marks as completable, and recursion depth
   // is the number of parts, which is fixed by the server's template, not by the client.
   const auto search = [&](const auto& self, std::size_t k, std::size_t p) -> bool {
@@ -431,10 +464,14 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
 
     binding& b = bindings[pt.variable];
     const auto attempt = [&](bound evidence, const std::string& value, std::size_t end) {
-      if (!cell(completes, k + 1, end)) return false;
-      binding saved = b;
+      if (!charge(1) || !cell(completes, k + 1, end)) return false;
+      // Binding copies the value, which is work the budget must see.
+      const bound before = b.state;
+      if (before == bound::unbound && !charge(value.size())) return false;
       if (merge(b, evidence, value) && self(self, k + 1, end)) return true;
-      b = std::move(saved);
+      // `merge` changes the value of an unbound variable only, so this restores it all.
+      b.state = before;
+      if (before == bound::unbound) b.value.clear();
       return false;
     };
 
@@ -449,6 +486,7 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
     std::string decoded;
     utf8_prefix utf8;
     for (std::size_t q = start; cell(reaches, k, q);) {
+      if (!charge(1)) return false;
       const bound evidence = q == p ? bound::empty_or_undefined : bound::defined;
       // A span that ends inside a character is skipped rather than refused: a longer one
       // may finish the character.
@@ -462,7 +500,7 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
     }
     return false;
   };
-  if (!search(search, 0, 0)) return std::nullopt;
+  if (!search(search, 0, 0) || exhausted) return std::nullopt;
 
   value_map out;
   for (std::size_t v = 0; v < variables_.size(); ++v) {

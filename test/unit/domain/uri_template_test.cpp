@@ -290,6 +290,35 @@ TEST_SUITE("domain/mcp/uri_template") {
     CHECK_FALSE(uri_template("{a}/{b}").match(run));
   }
 
+  TEST_CASE("repeated variables cannot make matching exponential: the search stops at its step limit") {
+    // With repeated variables a failing match tries every way to cut the URI, and the
+    // URI is the client's: 403 bytes took over 12 s before the search had a budget.
+    // Steps are counted rather than timed, so the bound holds on any machine.
+    const std::string run = std::string(395, 'a') + "b";
+    const uri_template square("test://{a}{b}{c}{d}{a}{b}{c}{d}");
+    std::size_t steps = 0;
+    CHECK_FALSE(square.match("test://" + run, steps));
+    CHECK(steps <= square.step_limit(7 + run.size()));
+    const uri_template dashes("test://{x}-{y}-{z}-{x}-{y}-{z}");
+    std::string dashed = "test://";
+    for (int i = 0; i < 79; ++i) dashed += "a-";
+    dashed += "b";
+    steps = 0;
+    CHECK_FALSE(dashes.match(dashed, steps));
+    CHECK(steps <= dashes.step_limit(dashed.size()));
+    // What the budget is not for: a short repeated match, and any template without a
+    // repeated variable, whose search never backtracks.
+    steps = 0;
+    CHECK(square.match("test://xyxy", steps) == value_map{{"a", ""}, {"b", ""}, {"c", ""}, {"d", "xy"}});
+    CHECK(steps < 100);
+    steps = 0;
+    CHECK(uri_template("file:///{+path}").match("file:///" + std::string(200'000, 'a'), steps));
+    CHECK(steps <= 3 * 200'010);
+    steps = 0;
+    CHECK_FALSE(uri_template("{a}{b}{c}{d}x").match(std::string(10'000, 'a'), steps));
+    CHECK(steps == 0);  // the table alone refuses it
+  }
+
   TEST_CASE("a template with no expression matches only its own text") {
     const uri_template t("config://app%20settings");
     CHECK(t.expand({}) == "config://app%20settings");

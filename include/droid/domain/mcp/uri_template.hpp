@@ -83,9 +83,12 @@
 /// A template with no repeated variable matches in O(parts × length of uri) time and
 /// space, with no backtracking. The feasibility table built first guarantees that each
 /// shortest choice can be completed. A repeated variable can force backtracking over the
-/// earlier choices. That is polynomial in the URI length rather than linear, with a degree
-/// that grows with the number of expressions, so servers should not match such templates
-/// against unbounded client input.
+/// earlier choices, and in general that search is exponential (`{a}{b}{c}{d}{a}{b}{c}{d}`
+/// against a run of one letter). So the search stops after `step_limit(uri.size())`
+/// steps, which is linear in parts × URI length, and reports no match. That can refuse a
+/// URI that does match, but only one that makes a repeated template backtrack that far,
+/// which no expansion an MCP client sends does; one `resources/read` cannot stall a
+/// shard.
 #pragma once
 
 #include <cstddef>
@@ -152,6 +155,16 @@ class uri_template {
   /// would. The header comment describes what is accepted, how values are decoded, and
   /// how ambiguity is resolved.
   [[nodiscard]] std::optional<value_map> match(std::string_view uri) const;
+
+  /// `match(uri)`, adding to `steps` the work its search did: one step per span end
+  /// considered and one per byte bound to a variable. For tests that pin the bound, and
+  /// for servers that want to see what a URI cost.
+  [[nodiscard]] std::optional<value_map> match(std::string_view uri, std::size_t& steps) const;
+
+  /// The most steps `match` spends on a URI of `uri_size` bytes before it gives up with
+  /// no match: 16 × (parts + 1) × (uri_size + 1), plus a floor of 65536 for the short
+  /// backtracking of repeated variables.
+  [[nodiscard]] std::size_t step_limit(std::size_t uri_size) const noexcept;
 
   /// The template exactly as constructed, which is what `resources/templates/list`
   /// advertises.
