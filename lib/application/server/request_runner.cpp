@@ -160,6 +160,8 @@ void runner_call::notify(std::string_view method, std::string params_json) {
   stream->send(std::move(buf));
 }
 
+void runner_call::log(std::string_view line) { state.srv.log(line); }
+
 std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
                                                       std::string& key) {
   if (peer->is_modern()) return settle_round(method, params_json, key);

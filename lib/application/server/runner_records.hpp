@@ -89,6 +89,7 @@ struct runner_call final : detail::request_channel {
               bool finish)
       : owner(r), state(st), id(std::move(i)), stream(std::move(o)), finish_stream(finish) {}
   void notify(std::string_view method, std::string params_json) override;
+  void log(std::string_view line) override;
   void close_stream() override {
     if (stream && !cancelled) stream->interrupt();
   }

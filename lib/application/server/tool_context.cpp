@@ -10,8 +10,50 @@
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/json_node.hpp>
 
 namespace droid {
+
+namespace {
+
+/// Removes the whitespace between the tokens of valid JSON `text`. Why not a parse and
+/// a write: that would respell numbers (`1.0` as `1`) and escapes the tool chose, and
+/// only the line breaks are a problem. Valid JSON has none inside strings, so after this
+/// it has none at all.
+void compact(std::string& text) {
+  std::size_t out = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      continue;
+    } else if (ch == '"') {
+      in_string = true;
+    }
+    text[out++] = ch;
+  }
+  text.resize(out);
+}
+
+/// Makes tool-written params text fit to splice into a frame, or says why it is not: it
+/// must be one JSON object (which also makes it UTF-8), and it loses its line breaks.
+/// Why here and not in each encoder: this is the one door user text comes in by, and
+/// params built with Boost.JSON or our writers are compact already, so they pay one
+/// validating parse and a scan for line breaks.
+std::string fit_params(std::string& text) {
+  std::string_view kind;
+  if (ir::visit_json(text, [&](const ir::json_node& n) { kind = n.kind_name(); }))
+    return "not a JSON object: they do not parse";
+  if (kind != "an object") return "not a JSON object: they are " + std::string(kind);
+  if (text.find_first_of("\r\n") != std::string::npos) compact(text);
+  return {};
+}
+
+}  // namespace
 
 send_awaiter tool_context::progress(double progress, std::optional<double> total, std::string_view message) {
   // No token, no progress: the client did not ask, and MCP forbids inventing a token.
@@ -50,6 +92,12 @@ send_awaiter tool_context::log(log_level level, boost::json::object data, std::s
 }
 
 send_awaiter tool_context::notify(std::string_view method, std::string params_json) {
+  if (!params_json.empty()) {
+    if (const std::string why = fit_params(params_json); !why.empty()) {
+      channel_->log("a tool's " + std::string(method) + " was dropped: its params are " + why);
+      return {};
+    }
+  }
   channel_->notify(method, std::move(params_json));
   return {};
 }
@@ -185,9 +233,18 @@ exchange_awaiter::exchange_awaiter(detail::request_channel& channel, std::string
       params_(std::move(params_json)),
       key_(std::move(key)),
       call_stop_(std::move(call_stop)),
-      extra_stop_(std::move(extra_stop)) {}
+      extra_stop_(std::move(extra_stop)) {
+  // Empty text would leave a 2026 `inputRequests` entry with no params value at all.
+  if (params_.empty()) params_ = "{}";
+  if (std::string why = fit_params(params_); !why.empty())
+    params_refusal_ = "the params of " + method_ + " are " + std::move(why);
+}
 
 bool exchange_awaiter::await_ready() {
+  if (!params_refusal_.empty()) {
+    result_ = exchange_result(exchange_error{make_error_code(errc::exchange_refused), 0, params_refusal_, {}});
+    return true;
+  }
   if (call_stop_.stop_requested() || extra_stop_.stop_requested()) {
     result_ = exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
                                              "the request was cancelled before the question was asked", {}});

@@ -33,27 +33,78 @@ constexpr bool needs_escape(std::uint64_t w) noexcept {
   return (below_space | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'))) != 0;
 }
 
+/// How many bytes at `s[i]` (a byte of 0x80 or above) form one UTF-8 character, or, as a
+/// negative number, how many form the maximal ill-formed subpart that Unicode (section 3.9,
+/// "U+FFFD substitution of maximal subparts") replaces with one U+FFFD. Strict: no
+/// overlongs, no surrogates, nothing above U+10FFFF, as JSON text requires.
+int utf8_sequence(std::string_view s, std::size_t i) noexcept {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    len = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    len = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    len = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return -1;
+  }
+  for (int k = 1; k < len; ++k) {
+    if (i + static_cast<std::size_t>(k) >= s.size()) return -k;
+    const auto c = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+    if (c < low || c > high) return -k;
+    low = 0x80;
+    high = 0xBF;
+  }
+  return len;
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
+  static constexpr std::uint64_t highs = 0x8080808080808080ULL;
   out.push_back('"');
-  std::size_t run = 0;  // start of the current run of bytes that need no escape
+  std::size_t run = 0;  // start of the current run of bytes written as they are
   std::size_t i = 0;
   while (i < s.size()) {
     // A short tail is padded with spaces, which need no escape, so it is one test too.
+    // A word with a byte of 0x80 or above is re-read too: JSON text must be UTF-8, and
+    // whatever a handler hands over (a decoded URI, a file's bytes) may not be.
     const std::size_t take = std::min<std::size_t>(8, s.size() - i);
     std::uint64_t w = 0x2020202020202020ULL;
     std::memcpy(&w, s.data() + i, take);
-    if (!needs_escape(w)) {
+    if (!needs_escape(w) && (w & highs) == 0) {
       i += take;
       continue;
     }
-    for (const std::size_t end = i + take; i < end; ++i) {
+    // A character may run past the word; the outer loop then resumes after it.
+    for (const std::size_t end = i + take; i < end;) {
       const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      if (c >= 0x80) {
+        const int len = utf8_sequence(s, i);
+        if (len > 0) {
+          i += static_cast<std::size_t>(len);
+          continue;
+        }
+        out.append(s.data() + run, i - run);
+        out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+        i += static_cast<std::size_t>(-len);
+        run = i;
+        continue;
+      }
+      if (c >= 0x20 && c != '"' && c != '\\') {
+        ++i;
+        continue;
+      }
       out.append(s.data() + run, i - run);
-      run = i + 1;
+      run = ++i;
       switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;

@@ -13,6 +13,16 @@
 /// Without repeated variables that choice can never fail later, so matching is one
 /// pass. With them, a later occurrence can reject the choice, and the search
 /// backtracks, still only into completable positions.
+///
+/// ## Why the search has a budget
+/// Matching with repeated variables is a pattern with back-references, which is
+/// NP-complete in general: `{a}{b}{c}{d}{a}{b}{c}{d}` against a long run of one letter
+/// tries every way to cut the first half before it can fail, and 403 bytes took over 12 s.
+/// No memo over (part, offset) is sound, because what can follow depends on the values
+/// bound so far. So the search counts its work and gives up, with no match, past a
+/// budget linear in parts × URI length. A template without repeated variables never comes
+/// near it (its search does not backtrack), and the floor leaves room for the short
+/// backtracking that realistic repeated templates need.
 #include <droid/domain/mcp/uri_template.hpp>
 
 #include <stdexcept>
@@ -167,6 +177,49 @@ constexpr std::string_view supported = "only levels 1 and 2 are supported: {var}
 constexpr std::string_view name_rule =
     "names use letters, digits, \"_\" and %XX triplets, with single dots only between them";
 
+/// Whether a byte string growing one byte at a time is still UTF-8, with the same strictness
+/// as `decode_utf8` (Unicode's table 3-7: no overlongs, no surrogates, nothing above
+/// U+10FFFF). Why incremental: the search tries every end of a span in turn, and checking
+/// each candidate from its start would make a long span quadratic.
+class utf8_prefix {
+ public:
+  /// Adds `byte`; false once no continuation can make the bytes so far UTF-8.
+  bool add(unsigned char byte) noexcept {
+    if (pending_ == 0) {
+      low_ = 0x80;
+      high_ = 0xBF;
+      if (byte < 0x80) return true;
+      if (byte >= 0xC2 && byte <= 0xDF) {
+        pending_ = 1;
+      } else if (byte >= 0xE0 && byte <= 0xEF) {
+        pending_ = 2;
+        if (byte == 0xE0) low_ = 0xA0;   // below is an overlong
+        if (byte == 0xED) high_ = 0x9F;  // above is a surrogate
+      } else if (byte >= 0xF0 && byte <= 0xF4) {
+        pending_ = 3;
+        if (byte == 0xF0) low_ = 0x90;   // below is an overlong
+        if (byte == 0xF4) high_ = 0x8F;  // above is past U+10FFFF
+      } else {
+        return false;
+      }
+      return true;
+    }
+    if (byte < low_ || byte > high_) return false;
+    --pending_;
+    low_ = 0x80;
+    high_ = 0xBF;
+    return true;
+  }
+
+  /// True when the bytes so far end on a character boundary.
+  [[nodiscard]] bool complete() const noexcept { return pending_ == 0; }
+
+ private:
+  unsigned pending_ = 0;  // continuation bytes still owed by the current character
+  unsigned char low_ = 0x80;
+  unsigned char high_ = 0xBF;
+};
+
 /// What one occurrence of a variable says about its value during matching.
 /// `empty_or_undefined` is a zero-length `{var}` or `{+var}`. Expansion writes nothing
 /// for both, so it agrees with either until another occurrence settles the question.
@@ -200,13 +253,15 @@ bool merge(binding& b, bound incoming, const std::string& value) {
 
 /// False once the decoded text of a growing span can no longer equal what `b` already
 /// holds. This keeps a repeated variable's later occurrences from scanning further than
-/// the value they must repeat.
+/// the value they must repeat. Asked after each byte added, and never again once false,
+/// so only the newest byte needs comparing: a whole-prefix compare would make each walk
+/// quadratic.
 bool can_extend(const binding& b, const std::string& decoded) {
   switch (b.state) {
     case bound::unbound:
       return true;
     case bound::defined:
-      return decoded.size() <= b.value.size() && b.value.compare(0, decoded.size(), decoded) == 0;
+      return decoded.size() <= b.value.size() && b.value[decoded.size() - 1] == decoded.back();
     case bound::empty_or_undefined:
     case bound::undefined:
       return decoded.empty();
@@ -342,7 +397,16 @@ std::string uri_template::expand(const value_map& values) const {
   return out;
 }
 
+std::size_t uri_template::step_limit(std::size_t uri_size) const noexcept {
+  return 16 * (parts_.size() + 1) * (uri_size + 1) + 65536;
+}
+
 std::optional<uri_template::value_map> uri_template::match(std::string_view uri) const {
+  std::size_t steps = 0;
+  return match(uri, steps);
+}
+
+std::optional<uri_template::value_map> uri_template::match(std::string_view uri, std::size_t& steps) const {
   const std::size_t n = parts_.size();
   const std::size_t width = uri.size() + 1;
 
@@ -379,6 +443,18 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
   if (!cell(completes, 0, 0)) return std::nullopt;
 
   std::vector<binding> bindings(variables_.size());
+  // Once the budget is spent every frame fails at its next charge, so the search unwinds
+  // at once; work that would overdraw it is refused, not done.
+  const std::size_t budget = steps + step_limit(uri.size());
+  bool exhausted = false;
+  const auto charge = [&](std::size_t units) {
+    if (exhausted || units > budget - steps) {
+      exhausted = true;
+      return false;
+    }
+    steps += units;
+    return true;
+  };
   // Every call starts at a position the table marks as completable, and recursion depth
   // is the number of parts, which is fixed by the server's template, not by the client.
   const auto search = [&](const auto& self, std::size_t k, std::size_t p) -> bool {
@@ -388,10 +464,14 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
 
     binding& b = bindings[pt.variable];
     const auto attempt = [&](bound evidence, const std::string& value, std::size_t end) {
-      if (!cell(completes, k + 1, end)) return false;
-      binding saved = b;
+      if (!charge(1) || !cell(completes, k + 1, end)) return false;
+      // Binding copies the value, which is work the budget must see.
+      const bound before = b.state;
+      if (before == bound::unbound && !charge(value.size())) return false;
       if (merge(b, evidence, value) && self(self, k + 1, end)) return true;
-      b = std::move(saved);
+      // `merge` changes the value of an unbound variable only, so this restores it all.
+      b.state = before;
+      if (before == bound::unbound) b.value.clear();
       return false;
     };
 
@@ -404,18 +484,23 @@ std::optional<uri_template::value_map> uri_template::match(std::string_view uri)
     }
     const bool reserved = pt.kind != part_kind::simple;
     std::string decoded;
+    utf8_prefix utf8;
     for (std::size_t q = start; cell(reaches, k, q);) {
+      if (!charge(1)) return false;
       const bound evidence = q == p ? bound::empty_or_undefined : bound::defined;
-      if (attempt(evidence, decoded, q)) return true;
+      // A span that ends inside a character is skipped rather than refused: a longer one
+      // may finish the character.
+      if (utf8.complete() && attempt(evidence, decoded, q)) return true;
       const std::size_t len = token_length(uri, q, reserved);
       if (len == 0) return false;
-      decoded += len == 3 ? decode_triplet(uri, q) : uri[q];
+      const char byte = len == 3 ? decode_triplet(uri, q) : uri[q];
+      decoded += byte;
       q += len;
-      if (!can_extend(b, decoded)) return false;
+      if (!utf8.add(static_cast<unsigned char>(byte)) || !can_extend(b, decoded)) return false;
     }
     return false;
   };
-  if (!search(search, 0, 0)) return std::nullopt;
+  if (!search(search, 0, 0) || exhausted) return std::nullopt;
 
   value_map out;
   for (std::size_t v = 0; v < variables_.size(); ++v) {

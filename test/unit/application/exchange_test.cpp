@@ -8,7 +8,9 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <asio/io_context.hpp>
 
@@ -50,9 +52,16 @@ namespace {
 
 constexpr std::int64_t first_id = std::int64_t{1} << 40;
 
+droid::server_options logging_to(std::vector<std::string>& lines) {
+  droid::server_options o;
+  o.log = [&lines](std::string_view line) { lines.emplace_back(line); };
+  return o;
+}
+
 struct fixture {
   asio::io_context io;
-  droid::server srv{droid::server_info{.name = "exchange-test", .version = "1"}};
+  std::vector<std::string> logged;  // the server's log lines
+  droid::server srv{droid::server_info{.name = "exchange-test", .version = "1"}, logging_to(logged)};
   std::shared_ptr<droid::test::capture> out = std::make_shared<droid::test::capture>();
   std::shared_ptr<droid::session> s;
   std::stop_source own_stop;  // the tool's own token, for the "tool gives up" exit
@@ -124,6 +133,30 @@ struct fixture {
       auto [first, second] = co_await droid::when_all(ctx.list_roots(), ctx.list_roots());
       if (!first || !second) co_return "error";
       co_return std::to_string(first.value().size()) + "+" + std::to_string(second.value().size());
+    });
+    // Params as text, as a tool that formats its own JSON might write them.
+    srv.tool("pretty", "Asks with pretty-printed params", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto answer = co_await ctx.exchange("roots/list", std::string("{\n  \"note\": \"a b\",\r\n  \"n\": [1, 2]\n}"));
+      outcome = answer ? "answered" : answer.error().message;
+      co_return outcome;
+    });
+    srv.tool("broken", "Asks with params that are not an object",
+             [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      static constexpr const char* texts[] = {"{\"a\":", "[1,2]", "{\"a\":1} {}"};
+      for (const char* params : texts) {
+        auto answer = co_await ctx.exchange("roots/list", std::string(params));
+        if (answer) co_return "answered";
+        condition = answer.error().condition;
+        outcome += answer.error().message + "|";
+      }
+      co_return outcome;
+    });
+    srv.tool("notices", "Notifies with pretty and broken params",
+             [](droid::tool_context& ctx) -> droid::task<std::string> {
+      co_await ctx.notify("notifications/message", "{\n  \"level\": \"info\",\n  \"data\": \"x y\"\n}");
+      co_await ctx.notify("notifications/message", "{\"level\": \"info\"\n");
+      co_await ctx.notify("notifications/message", "\"info\"");
+      co_return "sent";
     });
     srv.on_roots_list_changed([this](const droid::peer_info& p) { roots_changed_by = p.client_info.at("name").as_string().c_str(); });
     s = droid::session::create(srv, io.get_executor(), out);
@@ -228,6 +261,43 @@ TEST_SUITE("application/exchange") {
     CHECK(f.condition == droid::errc::exchange_refused);
     CHECK(f.outcome.find("event_stream") != std::string::npos);
     CHECK(f.s->outstanding_exchanges() == 0);
+  }
+
+  TEST_CASE("params text is compacted before it is framed, so no raw newline reaches the stream") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pretty"}})");
+    REQUIRE(f.out->sent.size() == 1);
+    const std::string question = f.out->sent.front();
+    CHECK(question.find_first_of("\r\n") == std::string::npos);
+    CHECK(question.find(R"("params":{"note":"a b","n":[1,2]})") != std::string::npos);
+    f.out->sent.pop_front();
+    f.feed(R"({"jsonrpc":"2.0","id":1099511627776,"result":{"roots":[]}})");
+    CHECK(f.outcome == "answered");
+  }
+
+  TEST_CASE("params text that is not one JSON object is refused at once, and nothing is published") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"broken"}})");
+    REQUIRE(f.out->sent.size() == 1);  // only the response
+    CHECK(f.out->pop().at("result").is_object());
+    CHECK(f.condition == droid::errc::exchange_refused);
+    CHECK(f.outcome ==
+          "the params of roots/list are not a JSON object: they do not parse|"
+          "the params of roots/list are not a JSON object: they are an array|"
+          "the params of roots/list are not a JSON object: they do not parse|");
+    CHECK(f.s->outstanding_exchanges() == 0);
+  }
+
+  TEST_CASE("a notification whose params are not a JSON object is dropped with a log line; pretty ones are compacted") {
+    fixture f;
+    f.feed(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"notices"}})");
+    REQUIRE(f.out->sent.size() == 2);  // the compacted notification, then the response
+    CHECK(f.out->sent.front() ==
+          R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x y"}})");
+    REQUIRE(f.logged.size() == 2);
+    const std::string dropped = "a tool's notifications/message was dropped: its params are not a JSON object: ";
+    CHECK(f.logged[0] == dropped + "they do not parse");
+    CHECK(f.logged[1] == dropped + "they are a string");
   }
 
   TEST_CASE("the peer cancelling the tool's request cancels the question and tells the peer") {

@@ -104,6 +104,26 @@ TEST_SUITE("application/resources") {
     CHECK(f.request("resources/read", "{}").at("error").at("code") == -32602);
   }
 
+  TEST_CASE("a template value that does not decode to UTF-8 is not found, and handler text is sent as UTF-8") {
+    // Both ends of the bytes' way: the URI never reaches the handler as %FF decoded, and
+    // whatever text a handler returns, the frame stays valid JSON (request() parses it).
+    fixture f;
+    // A file read as it is, in Latin-1: the handler does not know its text is not UTF-8.
+    f.srv.resource(droid::resource_info{.uri = "test://latin1", .name = "latin1", .mime_type = "text/plain"},
+                   [](droid::tool_context&) -> droid::task<droid::resource_contents> {
+                     co_return droid::resource_contents::text_of("test://latin1", "caf\xE9");
+                   });
+    droid::test::poll(f.io);
+    f.out->sent.clear();
+    const auto r = f.request("resources/read", R"({"uri":"test://template/%FF/data"})");
+    CHECK(r.at("error").at("code") == -32002);
+    CHECK(r.at("error").at("data").at("uri") == "test://template/%FF/data");
+    CHECK(f.request("resources/read", R"({"uri":"test://template/caf%C3%A9/data"})")
+              .at("result").at("contents").at(0).at("text") == "data for caf\xC3\xA9");
+    CHECK(f.request("resources/read", R"({"uri":"test://latin1"})").at("result").at("contents").at(0).at("text") ==
+          "caf\xEF\xBF\xBD");
+  }
+
   TEST_CASE("a resource handler that throws is -32603 and the session goes on") {
     fixture f;
     f.out->sent.clear();

@@ -124,6 +124,16 @@ void register_tools(droid::server& srv, counters& n) {
       if (!answer) co_return "stopped: " + answer.error().message;
     }
   });
+  // Params as text, pretty-printed, then text that is no object: the first must reach
+  // inputRequests compacted, the second must never reach it.
+  srv.tool("ask_pretty", "Asks with params it formatted itself",
+           [](droid::tool_context& ctx) -> droid::task<std::string> {
+    auto broken = co_await ctx.exchange("roots/list", std::string("{\"a\":\n"), droid::ask_options("broken"));
+    auto answer = co_await ctx.exchange("roots/list", std::string("{\n  \"note\": \"a b\",\r\n  \"n\": [1, 2]\n}"),
+                                        droid::ask_options("pretty"));
+    co_return (broken ? std::string("answered") : broken.error().message) + " / " +
+        (answer ? "answered" : "not answered");
+  });
   srv.tool("greet", "Asks nothing", [](droid::tool_context&) -> droid::task<std::string> { co_return "hi"; });
   srv.prompt(droid::prompt_info{.name = "with_context", .description = "Asks for context"},
              [](droid::tool_context& ctx, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
@@ -500,6 +510,23 @@ TEST_SUITE("application/rounds") {
       CHECK(value.find("input_required") != std::string::npos);
       CHECK(result_of(c).at("resultType") == "complete");
       CHECK(f.srv.kept_frames() == 0);
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("params text reaches inputRequests compacted, and text that is not an object never does") {
+    {
+      fixture f;
+      f.feed(call(1, "ask_pretty"));
+      REQUIRE(f.out->sent.size() == 1);
+      const std::string raw = f.out->sent.front();
+      CHECK(raw.find_first_of("\r\n") == std::string::npos);
+      CHECK(raw.find(R"("pretty":{"method":"roots/list","params":{"note":"a b","n":[1,2]}})") != std::string::npos);
+      const auto r1 = f.out->pop();
+      const auto& asked = result_of(r1).at("inputRequests").as_object();
+      CHECK(asked.size() == 1);
+      const auto r2 = f.send(call(2, "ask_pretty", retry(R"({"pretty":{"roots":[]}})", state_of(r1))));
+      CHECK(text_of(r2) == "the params of roots/list are not a JSON object: they do not parse / answered");
     }
     CHECK(droid::live_frames() == 0);
   }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <doctest/doctest.h>
 
@@ -332,6 +333,41 @@ TEST_SUITE("domain/ir/encode") {
     std::string out;
     droid::ir::append_json_string(out, "");
     CHECK(out == "\"\"");
+  }
+
+  TEST_CASE("invalid UTF-8 is written as U+FFFD, one per maximal ill-formed subpart, at any offset") {
+    // A handler may hand over any bytes (a decoded URI, a file's contents); the frame
+    // must still be JSON, which the decoder would otherwise refuse.
+    const std::string fffd = "\xEF\xBF\xBD";
+    const std::pair<std::string, std::string> cases[] = {
+        {"\xFF", fffd},
+        {"\xC3", fffd},                              // cut short at the end
+        {"\xC3(", fffd + "("},                       // cut short by ASCII
+        {"\xE2\x82", fffd},                          // one maximal subpart, one replacement
+        {"\xC0\xAF", fffd + fffd},                   // overlong: C0 never starts a character
+        {"\xED\xA0\x80", fffd + fffd + fffd},        // a surrogate: ED A0 is already wrong
+        {"\xF4\x90\x80\x80", fffd + fffd + fffd + fffd},  // above U+10FFFF
+        {"\x80\xBF", fffd + fffd},                   // stray continuation bytes
+        {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80"},    // valid four-byte UTF-8 is kept
+        {"caf\xC3\xA9\n", "caf\xC3\xA9\n"},
+    };
+    for (const auto& [bad, fixed] : cases) {
+      for (std::size_t at = 0; at < 12; ++at) {
+        std::string text(11, 'a');
+        text.insert(at, bad);
+        std::string expected(11, 'a');
+        expected.insert(at, fixed);
+        std::string out;
+        droid::ir::append_json_string(out, text);
+        CAPTURE(out);
+        const boost::json::value back = boost::json::parse(out);  // throws on invalid UTF-8
+        REQUIRE(back.is_string());
+        CHECK(std::string_view(back.get_string()) == expected);
+      }
+    }
+    // Through the DOM writer too: a Boost.JSON string holds whatever bytes it was given.
+    const std::string text = droid::ir::to_json_text(boost::json::object{{"k\xFF", "v\xFF"}});
+    CHECK(text == "{\"k" + fffd + "\":\"v" + fffd + "\"}");
   }
 
   TEST_CASE("a result head, a result and a brace make the same response as append_result") {

@@ -169,6 +169,22 @@ TEST_SUITE("domain/mcp/uri_template") {
     CHECK_FALSE(uri_template("file:///{+path}").match("file:///100%"));
   }
 
+  TEST_CASE("a value that does not decode to UTF-8 does not match") {
+    // The decoded value goes into JSON text, which must be UTF-8; expand never writes
+    // such a span for a UTF-8 value.
+    const uri_template t("test://template/{id}/data");
+    CHECK_FALSE(t.match("test://template/%FF/data"));
+    CHECK_FALSE(t.match("test://template/%C3/data"));         // a character cut short
+    CHECK_FALSE(t.match("test://template/%C0%AF/data"));      // an overlong "/"
+    CHECK_FALSE(t.match("test://template/%ED%A0%80/data"));   // a surrogate
+    CHECK_FALSE(t.match("test://template/%F4%90%80%80/data"));  // above U+10FFFF
+    CHECK_FALSE(uri_template("file:///{+path}").match("file:///a/%E2%82"));
+    CHECK(t.match("test://template/%F0%9F%98%80/data") == value_map{{"id", "\xF0\x9F\x98\x80"}});
+    // A span may not end inside a character: the shortest reading that is UTF-8 wins.
+    CHECK(uri_template("{a}{b}").match("%C3%A9") == value_map{{"a", ""}, {"b", "\xC3\xA9"}});
+    CHECK(uri_template("{a}%A9{b}").match("%C3%A9%A9") == value_map{{"a", "\xC3\xA9"}, {"b", ""}});
+  }
+
   TEST_CASE("matched values are percent-decoded whatever the case of the hex digits") {
     const uri_template repo("repo://{owner}/{repo}/issues/{number}");
     const auto m = repo.match("repo://my%20org/caf%c3%a9/issues/%34%32");
@@ -272,6 +288,35 @@ TEST_SUITE("domain/mcp/uri_template") {
     CHECK(whole->at("path").size() == run.size());
     CHECK_FALSE(uri_template("{+a}{+b}x").match(run));
     CHECK_FALSE(uri_template("{a}/{b}").match(run));
+  }
+
+  TEST_CASE("repeated variables cannot make matching exponential: the search stops at its step limit") {
+    // With repeated variables a failing match tries every way to cut the URI, and the
+    // URI is the client's: 403 bytes took over 12 s before the search had a budget.
+    // Steps are counted rather than timed, so the bound holds on any machine.
+    const std::string run = std::string(395, 'a') + "b";
+    const uri_template square("test://{a}{b}{c}{d}{a}{b}{c}{d}");
+    std::size_t steps = 0;
+    CHECK_FALSE(square.match("test://" + run, steps));
+    CHECK(steps <= square.step_limit(7 + run.size()));
+    const uri_template dashes("test://{x}-{y}-{z}-{x}-{y}-{z}");
+    std::string dashed = "test://";
+    for (int i = 0; i < 79; ++i) dashed += "a-";
+    dashed += "b";
+    steps = 0;
+    CHECK_FALSE(dashes.match(dashed, steps));
+    CHECK(steps <= dashes.step_limit(dashed.size()));
+    // What the budget is not for: a short repeated match, and any template without a
+    // repeated variable, whose search never backtracks.
+    steps = 0;
+    CHECK(square.match("test://xyxy", steps) == value_map{{"a", ""}, {"b", ""}, {"c", ""}, {"d", "xy"}});
+    CHECK(steps < 100);
+    steps = 0;
+    CHECK(uri_template("file:///{+path}").match("file:///" + std::string(200'000, 'a'), steps));
+    CHECK(steps <= 3 * 200'010);
+    steps = 0;
+    CHECK_FALSE(uri_template("{a}{b}{c}{d}x").match(std::string(10'000, 'a'), steps));
+    CHECK(steps == 0);  // the table alone refuses it
   }
 
   TEST_CASE("a template with no expression matches only its own text") {

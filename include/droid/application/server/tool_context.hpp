@@ -109,6 +109,9 @@ struct exchange_waiter {
 class request_channel {
  public:
   virtual void notify(std::string_view method, std::string params_json) = 0;
+  /// Writes a diagnostic line to the server's log (`server_options::log`), for a mistake
+  /// of the tool's that has no caller to be reported to (a notification it cannot send).
+  virtual void log(std::string_view line) = 0;
   /// Ends the current connection of the request's stream, keeping the stream resumable.
   virtual void close_stream() = 0;
 
@@ -232,6 +235,9 @@ class [[nodiscard]] exchange_awaiter {
   detail::request_channel* channel_;
   std::string method_;
   std::string params_;
+  /// Why the params cannot be sent, or empty (checked in the constructor, so that no
+  /// path, neither a 2025 request nor a 2026 `inputRequests` entry, sees them unchecked).
+  std::string params_refusal_;
   std::string key_;
   std::stop_token call_stop_;
   std::stop_token extra_stop_;
@@ -303,11 +309,16 @@ class tool_context {
   send_awaiter log(log_level level, boost::json::object data, std::string_view logger = {});
 
   /// Sends an arbitrary notification related to this request (advanced use).
+  /// `params_json` must be one JSON object (or empty, for none). Text that is not is
+  /// dropped with a line in the server's log; text with line breaks is compacted first,
+  /// because a raw newline would end the frame on stdio and the `data:` line on SSE.
   send_awaiter notify(std::string_view method, std::string params_json);
 
   /// Asks the client a question (`sampling/createMessage`, `elicitation/create`,
   /// `roots/list`, ...) and resumes with its answer. The request travels on the stream
-  /// of the request this tool serves. `params_json` is the request's params as JSON text.
+  /// of the request this tool serves. `params_json` is the request's params as JSON text:
+  /// one object, compacted when it has line breaks (see `notify`); other text completes
+  /// the exchange at once with `droid::errc::exchange_refused`, and nothing is sent.
   /// Cancelled when this call is cancelled (the peer is then told, with
   /// `notifications/cancelled`) or when `stop` (an extra token, e.g. a deadline of the
   /// tool's own) is requested.

@@ -45,6 +45,12 @@
 ///   through unchanged, so it already maps `a%2Fb` and `a/b` to different URIs that
 ///   cannot be told apart after decoding. A handler that needs the raw spelling still
 ///   has the URI itself.
+/// - **Every returned value is valid UTF-8.** A span whose triplets decode to anything
+///   else (`%FF`, a lone `%C3`, an encoded surrogate) is not a value, so
+///   `test://template/%FF/data` does not match `test://template/{id}/data`. Why here and
+///   not in each handler: a handler echoes its values into text content, JSON text must
+///   be UTF-8, and `expand` of a UTF-8 value never writes such a span. Leftmost-shortest
+///   (below) is taken over the readings whose values are all UTF-8.
 /// - **Empty values match.** RFC 6570 expands `""` to nothing, so
 ///   `test://template//data` is an expansion of `test://template/{id}/data`, and
 ///   matching it gives `id == ""`. Refusing empty values would break the round trip for
@@ -77,9 +83,12 @@
 /// A template with no repeated variable matches in O(parts × length of uri) time and
 /// space, with no backtracking. The feasibility table built first guarantees that each
 /// shortest choice can be completed. A repeated variable can force backtracking over the
-/// earlier choices. That is polynomial in the URI length rather than linear, with a degree
-/// that grows with the number of expressions, so servers should not match such templates
-/// against unbounded client input.
+/// earlier choices, and in general that search is exponential (`{a}{b}{c}{d}{a}{b}{c}{d}`
+/// against a run of one letter). So the search stops after `step_limit(uri.size())`
+/// steps, which is linear in parts × URI length, and reports no match. That can refuse a
+/// URI that does match, but only one that makes a repeated template backtrack that far,
+/// which no expansion an MCP client sends does; one `resources/read` cannot stall a
+/// shard.
 #pragma once
 
 #include <cstddef>
@@ -146,6 +155,16 @@ class uri_template {
   /// would. The header comment describes what is accepted, how values are decoded, and
   /// how ambiguity is resolved.
   [[nodiscard]] std::optional<value_map> match(std::string_view uri) const;
+
+  /// `match(uri)`, adding to `steps` the work its search did: one step per span end
+  /// considered and one per byte bound to a variable. For tests that pin the bound, and
+  /// for servers that want to see what a URI cost.
+  [[nodiscard]] std::optional<value_map> match(std::string_view uri, std::size_t& steps) const;
+
+  /// The most steps `match` spends on a URI of `uri_size` bytes before it gives up with
+  /// no match: 16 × (parts + 1) × (uri_size + 1), plus a floor of 65536 for the short
+  /// backtracking of repeated variables.
+  [[nodiscard]] std::size_t step_limit(std::size_t uri_size) const noexcept;
 
   /// The template exactly as constructed, which is what `resources/templates/list`
   /// advertises.
