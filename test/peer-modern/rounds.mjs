@@ -410,6 +410,7 @@ await step('book_table from a client that did not declare elicitation is a tool 
   try {
     checkRefused(bare, await call(bare, 'book_table', {}));
   } finally {
+    bare.closeFrom = bare.errors.length;
     await bare.client.close();
   }
 });
@@ -458,7 +459,8 @@ if (modern && transportKind === 'http') {
 }
 
 await step('close', async () => {
-  await main.client.close();
+  main.closeFrom = main.errors.length;
+await main.client.close();
 });
 if (httpServer) {
   await step('SIGTERM: the server exits with status 0', async () => {
@@ -466,7 +468,11 @@ if (httpServer) {
   });
 }
 await step('no protocol errors', async () => {
-  const errors = clients.flatMap((c) => c.errors.map((e) => `${c.name}: ${e}`));
+  // The SDK reports its own standalone GET stream being cut by close() through onerror
+  // (as the 1.32 peer test also sees); only those, and only once close() began, are noise.
+  const noise = (e) => /SSE stream disconnected: AbortError|This operation was aborted/.test(e);
+  const errors = clients.flatMap((c) =>
+    c.errors.filter((e, i) => !(i >= (c.closeFrom ?? Infinity) && noise(e))).map((e) => `${c.name}: ${e}`));
   check(errors.length === 0, `the clients reported: ${show(errors)}`);
 });
 
