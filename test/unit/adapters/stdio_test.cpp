@@ -48,6 +48,10 @@ struct pipes_fixture {
       }
       co_return std::to_string(roots.value().size()) + " roots";
     });
+    srv.tool("brief", "Waits 20 ms", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      (void)co_await ctx.sleep(std::chrono::milliseconds(20));
+      co_return "done";
+    });
     srv.tool("slow", "Waits an hour unless cancelled", [this](droid::tool_context& ctx) -> droid::task<std::string> {
       if (co_await ctx.sleep(std::chrono::hours(1))) ++slow_cancelled;
       co_return "slept";
@@ -153,6 +157,17 @@ TEST_SUITE("adapters/stdio") {
     REQUIRE(out.size() == 2);
     CHECK(out[1].at("id") == 2);
     CHECK_FALSE(f.finished);
+  }
+
+  TEST_CASE("a request piped before end of input is answered when it finishes within answer_grace") {
+    // `echo '<initialize>\n<call>' | server`: the call is still running when input ends.
+    pipes_fixture f;
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brief"}})" + "\n");
+    f.run_to_end();
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].at("id") == 1);
+    CHECK(out[1].at("result").at("content").at(0).at("text") == "done");
   }
 
   TEST_CASE("end of input cancels running tools and ends the run promptly") {

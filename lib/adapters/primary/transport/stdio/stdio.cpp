@@ -222,9 +222,19 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
   if (writer->overflowed())
     srv.log("stdio: the client stopped reading stdout (more than " + std::to_string(opts.max_queued_bytes) +
             " bytes queued); ending the session");
-  // Input is over: cancel every running tool and give them a bounded time to unwind.
-  s->close();
   asio::steady_timer tick(executor);
+  // Input is over. Requests still running get `answer_grace` to finish and be answered
+  // (not when the session was stopped, or stdout is not read: nothing can be answered
+  // then); those a client waits on (a question to it) cannot finish and are cancelled.
+  if (!writer->overflowed() && !stop.stop_requested()) {
+    const auto grace = std::chrono::steady_clock::now() + opts.answer_grace;
+    while (s->in_flight() > 0 && std::chrono::steady_clock::now() < grace) {
+      tick.expires_after(std::chrono::milliseconds(5));
+      (void)co_await tick.async_wait(use_task);
+    }
+  }
+  // Then every running tool is cancelled and given a bounded time to unwind.
+  s->close();
   const auto deadline = std::chrono::steady_clock::now() + opts.drain_timeout;
   while (s->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
     tick.expires_after(std::chrono::milliseconds(5));

@@ -32,7 +32,11 @@ namespace droid::stdio {
 struct options {
   /// The longest line accepted, in bytes (excluding the newline).
   std::size_t max_message_size = 4u << 20;
-  /// How long to wait for cancelled tools to finish after input ends.
+  /// How long requests still running when input ends (and stdout is still writable) may
+  /// take to finish and be answered, before they are cancelled. Why: a client that pipes
+  /// its requests and closes stdin (`echo ... | server`) expects their answers.
+  std::chrono::milliseconds answer_grace{250};
+  /// How long to wait for cancelled tools to finish after that.
   std::chrono::milliseconds drain_timeout{2000};
   /// Bytes queued for stdout before the server gives up on a client that stopped reading
   /// it: the session then ends as if stdout had closed. Why a bound: notifications (a
