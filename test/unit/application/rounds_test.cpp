@@ -198,6 +198,19 @@ int code_of(const boost::json::value& r) {
 
 std::string message_of(const boost::json::value& r) { return std::string(r.at("error").at("message").as_string()); }
 
+/// Serves the 2026 request `text` on runner `r` (a shard, in these tests) under `key`,
+/// with the capabilities every test here declares, and runs what it posted.
+void serve_modern(droid::request_runner& r, int key, const std::string& text,
+                  const std::shared_ptr<droid::test::capture>& out, bool finish, asio::io_context& io) {
+  droid::peer_info peer;
+  peer.protocol_version = "2026-07-28";
+  peer.revision = droid::protocol_revision::v2026_07_28;
+  peer.capabilities = boost::json::parse(all_capabilities).as_object();
+  auto decoded = droid::ir::decode(text);
+  r.serve(droid::ir::request_id(key), std::move(std::get<droid::ir::message>(decoded)), out, finish, std::move(peer));
+  droid::test::poll(io);
+}
+
 }  // namespace
 
 TEST_SUITE("application/rounds") {
@@ -587,14 +600,7 @@ TEST_SUITE("application/rounds") {
       auto b = droid::request_runner::create(srv, io.get_executor());
       auto out = std::make_shared<droid::test::capture>();
       const auto serve = [&](droid::request_runner& r, int key, const std::string& text) {
-        droid::peer_info peer;
-        peer.protocol_version = "2026-07-28";
-        peer.revision = droid::protocol_revision::v2026_07_28;
-        peer.capabilities = boost::json::parse(all_capabilities).as_object();
-        auto decoded = droid::ir::decode(text);
-        r.serve(droid::ir::request_id(key), std::move(std::get<droid::ir::message>(decoded)), out, true,
-                std::move(peer));
-        droid::test::poll(io);
+        serve_modern(r, key, text, out, true, io);
       };
       const std::string answer = R"({"user_name":)" + accepted("name", "Sh") + "}";
 
@@ -656,14 +662,7 @@ TEST_SUITE("application/rounds") {
     auto b = droid::request_runner::create(srv, io.get_executor());
     auto out = std::make_shared<droid::test::capture>();
     const auto serve = [&](droid::request_runner& r, int key, const std::string& text, bool finish) {
-      droid::peer_info peer;
-      peer.protocol_version = "2026-07-28";
-      peer.revision = droid::protocol_revision::v2026_07_28;
-      peer.capabilities = boost::json::parse(all_capabilities).as_object();
-      auto decoded = droid::ir::decode(text);
-      r.serve(droid::ir::request_id(key), std::move(std::get<droid::ir::message>(decoded)), out, finish,
-              std::move(peer));
-      droid::test::poll(io);
+      serve_modern(r, key, text, out, finish, io);
     };
     const std::string answer = R"({"user_name":)" + accepted("name", "Sh") + "}";
     for (int key : {1, 3}) {
