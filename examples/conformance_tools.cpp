@@ -528,6 +528,7 @@ void register_conformance(droid::server& server) {
   register_content_tools(server);
   register_draft_tools(server);
   register_input_required_fixtures(server);
+  register_task_fixtures(server);
   register_notifying_tools(server);
   register_exchange_tools(server);
   register_schema_tool(server);

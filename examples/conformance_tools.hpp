@@ -18,3 +18,7 @@ void register_conformance(droid::server& server);
 /// The multi round-trip fixtures (`test_input_required_result_*`, conformance_rounds.cpp);
 /// `register_conformance` calls it.
 void register_input_required_fixtures(droid::server& server);
+/// The task fixtures (`greet`, `slow_compute`, `failing_job`, `protocol_error_job`,
+/// `confirm_delete`, `multi_input`, `test_tool_with_task`: conformance_tasks.cpp);
+/// `register_conformance` calls it.
+void register_task_fixtures(droid::server& server);

@@ -8,6 +8,7 @@
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
+#include <droid/application/server/task_store.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/deadline.hpp>
 #include <droid/application/spawn.hpp>

@@ -2,7 +2,7 @@
 // Reads the checks.json files one conformance run wrote (`-o <dir>`) and the console log
 // of that run, prints the totals and every check that is not clean, and judges the run.
 //
-//   node summarize.mjs <results-dir> <console-log> <strict|json|draft> <run-name>
+//   node summarize.mjs <results-dir> <console-log> <strict|json> <run-name>
 //
 // Why not trust the CLI's exit code: it ignores WARNINGs (the issue forbids them), and a
 // scenario that throws writes no checks.json but may still not count as a FAILURE.
@@ -13,14 +13,12 @@
 //   same, except for the scenarios that need an event stream (a server-to-client request
 //   or notification during a call). Those may fail, but only for that reason: where the
 //   check recorded the tool's result, its text must be the framework's named refusal.
-// draft (the 2026-07-28 draft scenarios): strict, except for the scenarios of features
-//   that are not built yet (`notYetBuilt` below); those are listed, not judged.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [dir, logPath, mode, runName] = process.argv.slice(2);
-if (!dir || !logPath || !['strict', 'json', 'draft'].includes(mode)) {
-  console.error('usage: summarize.mjs <results-dir> <console-log> <strict|json|draft> <run-name>');
+if (!dir || !logPath || !['strict', 'json'].includes(mode)) {
+  console.error('usage: summarize.mjs <results-dir> <console-log> <strict|json> <run-name>');
   process.exit(2);
 }
 
@@ -37,11 +35,6 @@ const needsStream = new Map([
   ['elicitation-sep1034-defaults', 'request'],     // elicitation/create during the call
   ['elicitation-sep1330-enums', 'request'],        // elicitation/create during the call
 ]);
-// 2026-07-28 scenarios of what is not built yet, listed instead of judged (a pattern per
-// feature, removed when it lands): the tasks extension (io.modelcontextprotocol/tasks),
-// which --requirements 2026-07-28 runs and --suite draft does not.
-const notYetBuilt = [/^tasks-/];
-
 // The framework's refusal of a server-to-client request on a JSON-answering session
 // names the setting that would allow it.
 const refusal = /streaming::json/;
@@ -75,10 +68,6 @@ for (const [name, { counts, checks }] of [...scenarios].sort()) {
   const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
   if (bad.length === 0) continue;
   const describe = (c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`;
-  if (mode === 'draft' && notYetBuilt.some((re) => re.test(name))) {
-    notes.push(`${name}: not built yet (${bad.length} check(s): ${bad.map((c) => c.id).join(', ')})`);
-    continue;
-  }
   if (mode === 'json' && needsStream.has(name) && bad.every((c) => c.status === 'FAILURE')) {
     const texts = bad
       .map((c) => c.details?.result?.content?.find?.((b) => b.type === 'text')?.text)
@@ -99,7 +88,7 @@ for (const [name, { counts, checks }] of [...scenarios].sort()) {
 console.log(`conformance ${runName}: ${scenarios.size} scenarios; checks: ${totals.SUCCESS} passed, ` +
             `${totals.FAILURE} failed, ${totals.WARNING} warnings, ${totals.SKIPPED} skipped, ${totals.INFO} info` +
             ` [suite's own line: ${cliTotal}]`);
-for (const n of notes) console.log(`  expected ${mode === 'draft' ? 'until built' : 'in JSON-response mode'}: ${n}`);
+for (const n of notes) console.log(`  expected in JSON-response mode: ${n}`);
 for (const p of problems) console.log(`  not ok: ${p}`);
 console.log(problems.length ? `conformance ${runName}: FAILED (${problems.length} problem(s))`
                             : `conformance ${runName}: ok`);

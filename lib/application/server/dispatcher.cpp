@@ -11,6 +11,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "listen.hpp"
+#include "tasks.hpp"
 
 namespace droid::detail {
 namespace {
@@ -38,32 +39,46 @@ trace_context trace_of(const ir::json_node& params) {
 }
 
 /// Runs a tool to completion, turning whatever it does into a reply: the whole response
-/// for request `id`, written once into the buffer that is sent.
+/// for request `id`, written once into the buffer that is sent (for a tool that became a
+/// task, the runner takes the result out of it for the task's record).
 /// Why here and not in the tool wrapper: a throwing tool must become `isError` content
 /// for that call only (as the official SDKs do), whatever adapter produced its task.
 /// `tool` is held for the whole call, and declared before `work` so it is destroyed
 /// after it: the handler's lambda (and its captures) must outlive its coroutine frame
 /// even if the tool is removed meanwhile. `id` is the caller's (request_scope's
-/// lifetime), which outlives this frame.
+/// lifetime), which outlives this frame. `detach` (non-null) makes the call a task
+/// before the tool starts.
 task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, task<tool_result> work,
-                     const ir::request_id& id, const peer_info& peer, std::string_view modern_members) {
+                     const ir::request_id& id, const peer_info& peer, std::string_view modern_members,
+                     request_channel* detach) {
+  if (detach) {
+    std::string refusal;
+    if (!detach->become_task(refusal))
+      co_return reply::error(ir::errc::internal_error,
+                             "Internal error: the call could not start as a task: " +
+                                 (refusal.empty() ? std::string("the request cannot carry one") : refusal));
+  }
   tool_result result;
   try {
     result = co_await std::move(work);
+  } catch (const protocol_error& e) {
+    co_return reply{{}, e.code(), e.what(), e.data(), false, false};
   } catch (const std::exception& e) {
     result = tool_result::error(e.what());
   } catch (...) {
     result = tool_result::error("the tool failed with an exception that is not a std::exception");
   }
+  const std::string_view modern = peer.is_modern() ? modern_members : std::string_view();
   std::string text;
   // The head is 32 bytes and the id (an integer has at most 20), then the result and `}`.
-  text.reserve(33 + (id.is_string() ? id.string().size() + 2 : 20) + result.json_size_hint() +
-               modern_members.size());
+  text.reserve(33 + (id.is_string() ? id.string().size() + 2 : 20) + result.json_size_hint() + modern.size());
   ir::append_result_head(text, id);
   // `peer` belongs to the request record, which outlives this frame.
-  result.append_json(text, peer.revision, peer.is_modern() ? modern_members : std::string_view());
+  result.append_json(text, peer.revision, modern);
   text.push_back('}');
-  co_return reply::response(std::move(text));
+  reply r = reply::response(std::move(text));
+  r.tool_error = result.is_error();
+  co_return r;
 }
 
 }  // namespace
@@ -112,6 +127,11 @@ enum class method_kind : std::uint8_t {
   prompts_list,
   prompts_get,
   completion_complete,
+  tasks_get,
+  tasks_cancel,
+  tasks_update,
+  tasks_result,
+  tasks_list,
   unknown,
 };
 
@@ -128,6 +148,13 @@ method_kind kind_of(std::string_view method) noexcept {
   if (method == "completion/complete") return method_kind::completion_complete;
   if (method == "server/discover") return method_kind::server_discover;
   if (method == "subscriptions/listen") return method_kind::subscriptions_listen;
+  if (method.starts_with("tasks/")) {
+    if (method == "tasks/get") return method_kind::tasks_get;
+    if (method == "tasks/cancel") return method_kind::tasks_cancel;
+    if (method == "tasks/update") return method_kind::tasks_update;
+    if (method == "tasks/result") return method_kind::tasks_result;
+    if (method == "tasks/list") return method_kind::tasks_list;
+  }
   return method_kind::unknown;
 }
 
@@ -144,6 +171,14 @@ bool is_served(const server& srv, method_kind kind, protocol_revision revision) 
     case method_kind::ping: return !is_modern(revision);
     case method_kind::server_discover:
     case method_kind::subscriptions_listen: return is_modern(revision);
+    // 2025-11-25 has tasks in the core protocol, with `tasks/result` and `tasks/list`;
+    // the 2026-07-28 extension removed those two and added `tasks/update`.
+    case method_kind::tasks_get:
+    case method_kind::tasks_cancel:
+      return (has(revision, wire_feature::core_tasks) || is_modern(revision)) && srv.serves_tasks();
+    case method_kind::tasks_result:
+    case method_kind::tasks_list: return has(revision, wire_feature::core_tasks) && srv.serves_tasks();
+    case method_kind::tasks_update: return is_modern(revision) && srv.serves_tasks();
     case method_kind::unknown: return false;
     default: return true;
   }
@@ -161,6 +196,17 @@ void append_cache_hint(std::string& out, const peer_info& peer, const cache_hint
 
 bool dispatcher::serves(const server& srv, std::string_view method, protocol_revision revision) {
   return is_served(srv, kind_of(method), revision);
+}
+
+bool dispatcher::is_task_method(std::string_view method) noexcept {
+  switch (kind_of(method)) {
+    case method_kind::tasks_get:
+    case method_kind::tasks_cancel:
+    case method_kind::tasks_update:
+    case method_kind::tasks_result:
+    case method_kind::tasks_list: return true;
+    default: return false;
+  }
 }
 
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, const ir::json_node* params,
@@ -186,6 +232,13 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, c
     case method_kind::prompts_list: return list_prompts(params, scope);
     case method_kind::prompts_get: return get_prompt(params, scope);
     case method_kind::completion_complete: return complete(params, scope);
+    // The runner serves these before dispatching (its task table); reaching here means
+    // a caller without one.
+    case method_kind::tasks_get:
+    case method_kind::tasks_cancel:
+    case method_kind::tasks_update:
+    case method_kind::tasks_result:
+    case method_kind::tasks_list:
     case method_kind::unknown: break;
   }
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
@@ -429,6 +482,66 @@ std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* param
   return run_completer(std::move(fn), std::move(work));
 }
 
+/// Decides whether a call may become a task, by the era's rules. 2025-11-25: the client
+/// asks with `params.task`; a tool that forbids tasks is then -32601 (SHOULD), and one
+/// that requires them, called without, is -32601 (MUST). 2026-07-28: the server decides,
+/// for a client that declared the extension; `params.task` is an older client's hint and
+/// means nothing. Earlier revisions have no tasks: a tool that requires one cannot run.
+std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::json_node& p, request_scope& scope,
+                                            bool& detach_first) {
+  const peer_info& peer = scope.peer;
+  const task_support support = tool.info.tasks;
+  const std::string& name = tool.info.name;
+  if (has(peer.revision, wire_feature::core_tasks)) {
+    ir::json_node asked;
+    const bool wants = p.find("task", asked) && asked.kind() != ir::json_node::type::null;
+    if (wants && support == task_support::forbidden)
+      return reply::error(ir::errc::method_not_found,
+                          "Method not found: tool " + name + " does not run as a task (execution.taskSupport is forbidden)");
+    if (!wants && support == task_support::required)
+      return reply::error(ir::errc::method_not_found,
+                          "Method not found: tool " + name +
+                              " runs only as a task (execution.taskSupport is required): call it with params.task");
+    if (!wants) return std::nullopt;
+    if (asked.kind() != ir::json_node::type::object)
+      return reply::error(ir::errc::invalid_params, "Invalid params: \"task\" must be an object");
+    std::chrono::milliseconds ttl{0};
+    ir::json_node t;
+    if (asked.find("ttl", t) && t.kind() != ir::json_node::type::null) {
+      if (t.kind() != ir::json_node::type::integer || t.integer() < 0)
+        return reply::error(ir::errc::invalid_params, "Invalid params: task.ttl must be a non-negative integer (ms)");
+      ttl = std::chrono::milliseconds(t.integer());
+    }
+    if (!scope.offer) return reply::error(ir::errc::internal_error, "Internal error: this transport cannot run tasks");
+    scope.offer->allowed = true;
+    scope.offer->ttl = ttl;
+    // The client waits for a CreateTaskResult, whatever the tool would rather do.
+    detach_first = true;
+    return std::nullopt;
+  }
+  if (peer.is_modern()) {
+    const bool accepts = peer.has_extension(tasks_extension);
+    if (support == task_support::required && !accepts) {
+      std::string data = R"({"requiredCapabilities":{"extensions":{)";
+      ir::append_json_string(data, tasks_extension);
+      data += ":{}}}}";
+      return reply::error(ir::errc::missing_client_capability,
+                          "Missing required client capability: tool " + name + " runs only as a task, and this "
+                          "request's _meta did not declare the " + std::string(tasks_extension) + " extension",
+                          std::move(data));
+    }
+    if (support == task_support::forbidden || !accepts || !scope.offer) return std::nullopt;
+    scope.offer->allowed = true;
+    detach_first = tool.info.start == task_start::at_once;
+    return std::nullopt;
+  }
+  if (support == task_support::required)
+    return reply::error(ir::errc::method_not_found, "Method not found: tool " + name +
+                                                        " runs only as a task, which MCP " + peer.protocol_version +
+                                                        " does not have (2025-11-25 and later do)");
+  return std::nullopt;
+}
+
 std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* params, request_scope& scope) {
   if (!params) return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
   const ir::json_node& p = *params;
@@ -442,6 +555,8 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
   if (has_args && args.kind() != ir::json_node::type::object)
     return reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
+  bool detach_first = false;
+  if (auto refused = offer_task(*tool, p, scope, detach_first)) return std::move(*refused);
   scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
                         scope.executor, trace_of(p));
   // The arguments are decoded now, while the parsed tree exists; the task owns the
@@ -456,7 +571,8 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   } catch (...) {
     work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
   }
-  return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members());
+  return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members(),
+                  detach_first ? &scope.channel : nullptr);
 }
 
 }  // namespace droid::detail

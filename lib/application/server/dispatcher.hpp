@@ -8,6 +8,7 @@
 /// request's `_meta` instead of from `initialize`.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -39,14 +40,17 @@ struct reply {
   /// the request's own id. Why: a tool result is written behind its envelope in the one
   /// buffer that is sent, instead of being built and then copied into a second one.
   bool framed = false;
+  /// The result is a tool's own error (`isError`): a 2025-11-25 task that ends so is
+  /// `failed`, a 2026-07-28 one `completed`.
+  bool tool_error = false;
 
   [[nodiscard]] bool is_error() const noexcept { return code != 0; }
   [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, {}, {}, false}; }
   [[nodiscard]] static reply response(std::string message_text) {
-    return reply{std::move(message_text), 0, {}, {}, true};
+    return reply{std::move(message_text), 0, {}, {}, true, false};
   }
   [[nodiscard]] static reply error(ir::errc c, std::string text, std::string data_json = {}) {
-    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json), false};
+    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json), false, false};
   }
 };
 
@@ -57,6 +61,13 @@ struct reply {
 /// `context` is constructed here for tools and must stay put. Why references: this is
 /// built for every request, and copies of the id, the executor and the token cost more
 /// than the dispatch of a small tools/call around them.
+/// Whether a `tools/call` may become a task, as the dispatcher found (`allowed`), and
+/// the time to live its client asked for (0: the server's).
+struct task_offer {
+  bool allowed = false;
+  std::chrono::milliseconds ttl{0};
+};
+
 struct request_scope {
   const peer_info& peer;
   request_channel& channel;
@@ -65,6 +76,8 @@ struct request_scope {
   std::stop_token stop;
   const asio::any_io_executor& executor;
   std::optional<tool_context>& context;
+  /// Where a `tools/call` says whether it may become a task (null: it may not).
+  task_offer* offer = nullptr;
 };
 
 /// Maps methods to handlers. Stateless apart from the server it reads.
@@ -89,6 +102,9 @@ class dispatcher {
   /// completers). Why asked before dispatch: over HTTP a 2026 request for a method that
   /// does not exist is answered 404, which must be known before the response starts.
   [[nodiscard]] static bool serves(const server& srv, std::string_view method, protocol_revision revision);
+  /// True for the task methods (`tasks/get` and the rest), which the runner serves
+  /// itself: they concern its task table.
+  [[nodiscard]] static bool is_task_method(std::string_view method) noexcept;
 
  private:
   reply list_tools(const ir::json_node* params, const request_scope& scope);
@@ -99,6 +115,8 @@ class dispatcher {
   std::variant<reply, task<reply>> complete(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> read_resource(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> call_tool(const ir::json_node* params, request_scope& scope);
+  std::optional<reply> offer_task(const tool_entry& tool, const ir::json_node& params, request_scope& scope,
+                                  bool& detach_first);
 
   server& server_;
 };

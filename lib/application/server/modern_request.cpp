@@ -19,6 +19,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "dispatcher.hpp"
+#include "tasks.hpp"
 
 namespace droid {
 namespace {
@@ -154,8 +155,24 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
                                                              : std::string()),
                            {}, 404};
 
+  // The task methods, and a tool that runs only as a task, need the tasks extension.
+  const auto tasks_refusal = [&](std::string what) {
+    std::string data = R"({"requiredCapabilities":{"extensions":{)";
+    ir::append_json_string(data, detail::tasks_extension);
+    data += ":{}}}}";
+    return request_refusal{ir::errc::missing_client_capability,
+                           "Missing required client capability: " + what + " needs the " +
+                               std::string(detail::tasks_extension) + " extension, which this request's _meta." +
+                               std::string(capabilities_key) + " does not declare",
+                           std::move(data), 400};
+  };
+  const bool accepts_tasks = peer.has_extension(detail::tasks_extension);
+  if (detail::dispatcher::is_task_method(method) && !accepts_tasks) return tasks_refusal(std::string(method));
+
   if (!tool_name.empty()) {
     if (auto tool = srv.find_tool(tool_name)) {
+      if (tool->info.tasks == task_support::required && !accepts_tasks)
+        return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
       boost::json::object missing;
       for (const std::string& cap : tool->info.required_capabilities)
         if (!peer.has_capability(cap)) missing[cap] = boost::json::object{};

@@ -16,6 +16,7 @@
 /// leave Asio holding a handler into freed memory.
 #include <droid/application/server/request_runner.hpp>
 
+#include <atomic>
 #include <charconv>
 #include <exception>
 #include <stop_token>
@@ -145,7 +146,11 @@ bool request_runner::impl::resolve(std::int64_t id, exchange_result outcome) {
   if (it == waiters.end()) return false;
   detail::exchange_waiter* w = it->second;
   waiters.erase(it);
-  askers.erase(id);
+  if (auto a = askers.find(id); a != askers.end()) {
+    runner_call* asker = a->second;
+    askers.erase(a);
+    if (asker->task) asker->task_question_answered(id);
+  }
   *w->slot = std::move(outcome);
   w->handle.resume();
   return true;
@@ -154,7 +159,12 @@ bool request_runner::impl::resolve(std::int64_t id, exchange_result outcome) {
 void runner_call::notify(std::string_view method, std::string params_json) {
   // A cancelled request is silent from then on: MCP says the sender of the cancellation
   // no longer expects anything about it.
-  if (cancelled || state.closed || !stream) return;
+  if (cancelled || state.closed) return;
+  if (task) {
+    notify_task(method, params_json);
+    return;
+  }
+  if (!stream) return;
   std::string buf;
   ir::append_notification(buf, method, params_json);
   stream->send(std::move(buf));
@@ -164,6 +174,7 @@ void runner_call::log(std::string_view line) { state.srv.log(line); }
 
 std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
                                                       std::string& key) {
+  if (task) return settle_task_question(method, key);
   if (peer->is_modern()) return settle_round(method, params_json, key);
   const auto refused = [](std::error_code condition, std::string why) {
     return exchange_result(exchange_error{condition, 0, std::move(why), {}});
@@ -186,6 +197,10 @@ std::int64_t runner_call::mint_exchange_id() { return state.next_exchange_id++; 
 void runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
                                  std::string_view params_json, std::string key, std::int64_t exchange_id) {
   state.askers.emplace(exchange_id, this);
+  if (task) {
+    ask_in_task(waiter, method, params_json, std::move(key), exchange_id);
+    return;
+  }
   if (peer->is_modern()) {
     ask_in_round(waiter, method, params_json, std::move(key), exchange_id);
     return;
@@ -209,6 +224,10 @@ void request_runner::impl::cancel_asked(std::int64_t exchange_id) {
   auto it = askers.find(exchange_id);
   if (it == askers.end()) return;  // answered, or ended, meanwhile
   runner_call& c = *it->second;
+  if (c.task) {
+    c.withdraw_task_question(exchange_id);
+    return;
+  }
   if (c.peer->is_modern()) {
     c.withdraw_question(exchange_id);
     return;
@@ -312,9 +331,12 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   };
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
-    dispatched.emplace(dispatch.dispatch(
-        method, params,
-        detail::request_scope{*record.peer, record, record.id, record.stop.get_token(), executor, record.context}));
+    if (detail::dispatcher::is_task_method(method) && detail::dispatcher::serves(srv, method, record.peer->revision))
+      dispatched.emplace(serve_task_method(method, params, record));
+    else
+      dispatched.emplace(dispatch.dispatch(method, params,
+                                           detail::request_scope{*record.peer, record, record.id, record.stop.get_token(),
+                                                                 executor, record.context, &record.offer}));
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the runner goes on.
@@ -341,8 +363,14 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
           // Out of the table first (as before any answer), but kept alive until the
           // answer is sent: the node holds the id and peer the answer needs. A frame
           // kept for a retry that never came ends in the kept table.
-          auto entry = rec->kept ? st.kept.extract(*key_in_node) : st.in_flight.extract(*key_in_node);
+          auto entry = rec->kept  ? st.kept.extract(*key_in_node)
+                       : rec->task ? st.tasks.extract(*key_in_node)
+                                   : st.in_flight.extract(*key_in_node);
           runner_call& c = entry.mapped();
+          if (c.task) {
+            st.finish_task(c, failure, std::move(r));
+            return;
+          }
           const std::shared_ptr<outbound> to = std::move(c.stream);
           stream_finisher finished{c.finish_stream ? to.get() : nullptr};
           if (c.cancelled) return;
@@ -367,7 +395,12 @@ request_runner::request_runner(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 request_runner::~request_runner() = default;
 
 std::shared_ptr<request_runner> request_runner::create(server& srv, asio::any_io_executor executor) {
-  return std::shared_ptr<request_runner>(new request_runner(std::make_unique<impl>(srv, std::move(executor))));
+  // A serial per runner names a 2025 session's tasks as its own; an atomic because
+  // shards create runners concurrently.
+  static std::atomic<std::uint64_t> serials{0};
+  auto state = std::make_unique<impl>(srv, std::move(executor));
+  state->serial = ++serials;
+  return std::shared_ptr<request_runner>(new request_runner(std::move(state)));
 }
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
@@ -442,8 +475,9 @@ void request_runner::close() {
                                               "the session ended before the peer answered", {}});
     w->handle.resume();
   }
-  // Frames kept for a retry will not get one from this runner.
+  // Frames kept for a retry will not get one from this runner; nor will its tasks run on.
   s.let_go_all();
+  s.end_tasks();
   std::vector<std::stop_source> stops;
   for (auto& [id, c] : s.in_flight) {
     c.cancelled = true;
@@ -458,6 +492,19 @@ void request_runner::let_go_frame(std::uint64_t frame) {
 }
 
 std::size_t request_runner::kept_frames() const noexcept { return impl_->kept.size(); }
+std::size_t request_runner::running_tasks() const noexcept { return impl_->tasks.size(); }
+void request_runner::set_standalone(std::shared_ptr<outbound> out) { impl_->standalone = std::move(out); }
+
+void request_runner::answer_task(const std::string& id,
+                                 std::vector<std::pair<std::string, boost::json::value>> answers) {
+  auto keep_alive = shared_from_this();
+  impl_->answer_task(id, answers);
+}
+
+void request_runner::cancel_task(const std::string& id) {
+  auto keep_alive = shared_from_this();
+  impl_->cancel_task(id, true);
+}
 
 void request_runner::forget_forwarded(const ir::request_id& key) { impl_->forwarded.erase(key); }
 

@@ -10,14 +10,17 @@
 /// sealing, a second table, timers) that a reader of admission should not wade through.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <asio/any_io_executor.hpp>
@@ -78,6 +81,42 @@ struct round_memory {
   std::string input_error;
 };
 
+/// A question a task's tool asked and waits on. 2025: a server request sent on the
+/// stream of a `tasks/result` that waits (`message`, until `sent`); 2026: an entry of
+/// the task's `inputRequests`, answered through `tasks/update`.
+struct task_question {
+  std::string key;
+  std::int64_t id = 0;
+  exchange_waiter* waiter = nullptr;
+  std::string method;
+  std::string params;
+  std::string message;
+  bool sent = false;
+};
+
+/// A `tasks/result` request waiting for its task to end (2025): its record, whose stream
+/// carries the task's questions, and the timer it sleeps on (cancelled to wake it).
+struct task_watcher {
+  runner_call* call = nullptr;
+  asio::steady_timer* bell = nullptr;
+};
+
+/// What a request that became a task carries from then on.
+struct running_task {
+  std::string id;
+  /// Who may see it (the store's `owner`).
+  std::string owner;
+  /// Rendered for 2026-07-28 (the extension) rather than 2025-11-25.
+  bool modern = false;
+  std::vector<task_question> questions;
+  std::vector<task_watcher> watchers;
+  /// 2026 keys used so far: a key names one question over the task's whole life.
+  std::vector<std::string> used_keys;
+  std::uint32_t ordinal = 0;
+  /// Ends the task when its time to live passes.
+  std::optional<asio::steady_timer> expiry;
+};
+
 }  // namespace detail
 
 /// One request being served: its stop source, its view of the client, and the context
@@ -102,6 +141,17 @@ struct runner_call final : detail::request_channel {
   void answer_when_ended() override { graceful = true; }
   const boost::json::value* recorded_once(std::string_view key) override;
   void record_once(std::string_view key, const boost::json::value& value) override;
+  bool become_task(std::string& refusal) override;
+  std::string_view task_id() const noexcept override { return task ? std::string_view(task->id) : std::string_view(); }
+
+  // A task's halves of the channel (runner_tasks.cpp).
+  std::optional<exchange_result> settle_task_question(std::string_view method, std::string& key);
+  void ask_in_task(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
+                   std::string key, std::int64_t id);
+  void withdraw_task_question(std::int64_t question_id);
+  /// A 2025 question of this task was answered (the router resumes the tool next).
+  void task_question_answered(std::int64_t question_id);
+  void notify_task(std::string_view method, std::string_view params_json);
 
   // The 2026-07-28 halves of the above (rounds.cpp).
   std::optional<exchange_result> settle_round(std::string_view method, std::string_view params_json,
@@ -150,6 +200,13 @@ struct runner_call final : detail::request_channel {
   std::unique_ptr<detail::round_memory> remembered;
   /// Lets a kept frame go when its time to live passes.
   std::optional<asio::steady_timer> expiry;
+
+  // ---- tasks (runner_tasks.cpp) ---------------------------------------------------------
+  /// Whether this `tools/call` may become a task (filled by the dispatcher).
+  detail::task_offer offer;
+  /// Set once it is one: the record then lives in the runner's task table, under the
+  /// task's id, until the tool ends.
+  std::unique_ptr<detail::running_task> task;
 };
 
 struct request_runner::impl {
@@ -222,6 +279,30 @@ struct request_runner::impl {
   void let_go(std::uint64_t frame);
   void let_go_all();
 
+  // ---- runner_tasks.cpp --------------------------------------------------------------
+  /// Who `peer` is to the task store: a 2025 session (this runner) and its principal,
+  /// or a 2026 request's principal alone.
+  [[nodiscard]] std::string task_owner(const peer_info& peer) const;
+  /// Serves `tasks/get`, `tasks/update`, `tasks/cancel`, `tasks/result`, `tasks/list`.
+  std::variant<detail::reply, task<detail::reply>> serve_task_method(std::string_view method,
+                                                                      const ir::json_node* params, runner_call& rec);
+  /// `tasks/result` of a task still running here: waits for its end (2025).
+  task<detail::reply> wait_for_task(std::string id, std::string owner, runner_call& rec);
+  /// The tool of a task ended: its result or error goes to the store, and whoever waits
+  /// for it is woken.
+  void finish_task(runner_call& c, std::exception_ptr failure, detail::reply&& r);
+  /// Applies answers of `tasks/update` that the store took (posted by whichever shard
+  /// served it).
+  void answer_task(const std::string& id, std::vector<std::pair<std::string, boost::json::value>>& answers);
+  /// Stops task `id`'s tool: cancelled (`by_request`, `tasks/cancel`) or failed (its
+  /// time to live passed).
+  void cancel_task(const std::string& id, bool by_request);
+  /// Sends `notifications/tasks/status` (2025, optional in MCP) on the session's stream.
+  void announce(const detail::running_task& t);
+  /// Ends every task on this runner (it is closing): a 2025 session's tasks go with it,
+  /// a 2026 request's are marked failed.
+  void end_tasks();
+
   server& srv;
   asio::any_io_executor executor;
   detail::dispatcher dispatch;
@@ -251,6 +332,15 @@ struct request_runner::impl {
   /// it: how a posted withdrawal finds its question, or finds it gone.
   std::unordered_map<std::int64_t, runner_call*> askers;
   std::int64_t next_exchange_id = std::int64_t{1} << 40;
+
+  /// Requests that became tasks, by task id, while their tools run. Same node type as
+  /// `in_flight`: a request moves here without moving in memory.
+  table tasks;
+  /// The session's own stream (2025: the GET stream, or stdio), for what a task sends
+  /// when no `tasks/result` waits: progress, logs, status notifications.
+  std::shared_ptr<outbound> standalone;
+  /// Names this runner in 2025 task owners (a session's tasks are its own).
+  std::uint64_t serial = 0;
 };
 
 /// Calls `finish()` on a request's stream when it goes out of scope, so that every exit

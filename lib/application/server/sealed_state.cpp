@@ -303,4 +303,10 @@ std::optional<std::string> state_sealer::open(std::string_view token, std::size_
   return std::nullopt;
 }
 
+std::string random_bytes(std::size_t n) {
+  std::string out(n, '\0');
+  if (RAND_bytes(uchars(out), static_cast<int>(n)) != 1) fail("RAND_bytes");
+  return out;
+}
+
 }  // namespace droid::detail

@@ -82,4 +82,8 @@ class state_sealer {
   std::vector<key> keys_;  // newest first; never empty except after a move
 };
 
+/// `n` bytes from OpenSSL's CSPRNG (task ids). Here because this file is the one that
+/// links libcrypto. Throws `std::runtime_error` when the generator fails.
+[[nodiscard]] std::string random_bytes(std::size_t n);
+
 }  // namespace droid::detail

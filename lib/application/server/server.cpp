@@ -14,6 +14,7 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "multi_round.hpp"
+#include "tasks.hpp"
 
 namespace droid {
 
@@ -35,6 +36,8 @@ struct server::registry {
   std::vector<std::weak_ptr<session>> sessions;
   std::vector<std::weak_ptr<detail::change_listener>> listeners;
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
+  /// Registered tools that may run as a task.
+  std::size_t task_tools = 0;
 };
 
 namespace {
@@ -79,6 +82,7 @@ listings shape_listings(const boost::json::object& full, listing_kind kind) {
     if (kind == listing_kind::tool) {
       if (!has(r, wire_feature::structured_content)) o.erase("outputSchema");
       if (!has(r, wire_feature::tool_annotations)) o.erase("annotations");
+      if (!has(r, wire_feature::core_tasks)) o.erase("execution");
     }
     out[i] = ir::to_json_text(o);
   }
@@ -91,7 +95,8 @@ server::server(server_info info, server_options options)
     : info_(std::move(info)),
       options_(std::move(options)),
       registry_(std::make_unique<registry>()),
-      multi_round_(std::make_unique<detail::multi_round_context>(options_.multi_round)) {
+      multi_round_(std::make_unique<detail::multi_round_context>(options_.multi_round)),
+      tasks_(std::make_unique<detail::task_engine>(options_.tasks)) {
   if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
   modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
   ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));
@@ -117,8 +122,24 @@ boost::json::object server::capabilities(protocol_revision revision) const {
   if (prompt_count() > 0) caps["prompts"] = boost::json::object{{"listChanged", true}};
   // Completion came with 2025-03-26; an older client would not know the capability.
   if (has_completers() && revision >= protocol_revision::v2025_03_26) caps["completions"] = boost::json::object{};
+  if (serves_tasks()) {
+    if (has(revision, wire_feature::core_tasks)) {
+      caps["tasks"] = boost::json::object{{"list", boost::json::object{}},
+                                          {"cancel", boost::json::object{}},
+                                          {"requests", {{"tools", {{"call", boost::json::object{}}}}}}};
+    } else if (is_modern(revision)) {
+      caps["extensions"] = boost::json::object{{detail::tasks_extension, boost::json::object{}}};
+    }
+  }
   return caps;
 }
+
+bool server::serves_tasks() const {
+  std::lock_guard lock(registry_->mutex);
+  return registry_->task_tools > 0;
+}
+
+std::size_t server::running_tasks() const { return tasks_->running(); }
 
 server::~server() = default;
 
@@ -137,6 +158,7 @@ void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
     std::lock_guard lock(registry_->mutex);
     auto [it, inserted] = registry_->tools.try_emplace(entry->info.name, nullptr);
     if (!inserted) throw std::invalid_argument("droid: a tool named \"" + entry->info.name + "\" is already registered");
+    if (entry->info.tasks != task_support::forbidden) ++registry_->task_tools;
     it->second = std::move(entry);
   }
   notify_list_changed("notifications/tools/list_changed");
@@ -147,6 +169,7 @@ bool server::remove_tool(std::string_view name) {
     std::lock_guard lock(registry_->mutex);
     auto it = registry_->tools.find(name);
     if (it == registry_->tools.end()) return false;
+    if (it->second->info.tasks != task_support::forbidden) --registry_->task_tools;
     registry_->tools.erase(it);
   }
   notify_list_changed("notifications/tools/list_changed");

@@ -44,7 +44,9 @@ std::string_view negotiate_version(std::string_view requested) noexcept {
 
 struct session::impl {
   impl(server& s, asio::any_io_executor e, std::shared_ptr<outbound> o)
-      : srv(s), executor(e), out(std::move(o)), runner(request_runner::create(s, std::move(e))) {}
+      : srv(s), executor(e), out(std::move(o)), runner(request_runner::create(s, std::move(e))) {
+    runner->set_standalone(out);
+  }
 
   void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,
                   std::string_view data = {}) {
@@ -91,7 +93,10 @@ void session::notify(std::string_view method, std::string params_json) {
   impl_->out->send(std::move(buf));
 }
 
-void session::set_outbound(std::shared_ptr<outbound> out) { impl_->out = std::move(out); }
+void session::set_outbound(std::shared_ptr<outbound> out) {
+  impl_->runner->set_standalone(out);
+  impl_->out = std::move(out);
+}
 
 void session::reject(const ir::rejection& why) {
   if (why.answer) impl_->send_error(impl_->out.get(), why.id, why.code, why.message);

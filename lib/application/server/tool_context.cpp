@@ -280,6 +280,13 @@ exchange_result exchange_awaiter::await_resume() {
 
 void exchange_awaiter::canceller::operator()() const noexcept { channel->cancel_exchange(id); }
 
+task<bool> tool_context::continue_as_task() {
+  std::string refusal;
+  const bool detached = channel_->become_task(refusal);
+  if (!refusal.empty()) channel_->log("a tool could not continue as a task: " + refusal);
+  co_return detached;
+}
+
 task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration duration) {
   asio::steady_timer timer(executor_, duration);
   const std::error_code ec = co_await timer.async_wait(use_task(stop_));

@@ -50,7 +50,18 @@ boost::json::object to_json(const tool_info& info) {
     o["annotations"] = std::move(ann);
   }
   if (!info.icons.empty()) o["icons"] = to_json(info.icons);
+  if (info.tasks != task_support::forbidden)
+    o["execution"] = boost::json::object{{"taskSupport", to_string(info.tasks)}};
   return o;
+}
+
+std::string_view to_string(task_support s) noexcept {
+  switch (s) {
+    case task_support::optional: return "optional";
+    case task_support::required: return "required";
+    case task_support::forbidden: break;
+  }
+  return "forbidden";
 }
 
 }  // namespace droid

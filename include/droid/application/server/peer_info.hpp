@@ -51,6 +51,12 @@ struct peer_info {
   [[nodiscard]] bool has_capability(std::string_view name) const noexcept {
     return capabilities.contains(name);
   }
+  /// True when the client declared the extension `name` (`capabilities.extensions`, as
+  /// 2026-07-28 negotiates extensions such as `io.modelcontextprotocol/tasks`).
+  [[nodiscard]] bool has_extension(std::string_view name) const noexcept {
+    const auto* ext = capabilities.if_contains("extensions");
+    return ext && ext->is_object() && ext->as_object().contains(name);
+  }
   /// True when this is a stateless (2026-07-28) request rather than a 2025 session.
   [[nodiscard]] bool is_modern() const noexcept { return droid::is_modern(revision); }
 };

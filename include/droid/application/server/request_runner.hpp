@@ -34,9 +34,13 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <asio/any_io_executor.hpp>
+#include <boost/json/value.hpp>
 
 #include <droid/application/server/outbound.hpp>
 #include <droid/application/server/peer_info.hpp>
@@ -111,8 +115,19 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// internal: that shard posts it when the retry's stream finishes).
   void forget_forwarded(const ir::request_id& key);
 
+  /// Applies answers a client gave in `tasks/update` to the questions task `id` waits on
+  /// here, and ends task `id` (engine internal: whichever shard served the request posts
+  /// these to the runner that runs the task). Unknown tasks are ignored.
+  void answer_task(const std::string& id, std::vector<std::pair<std::string, boost::json::value>> answers);
+  void cancel_task(const std::string& id);
+  /// Where a task sends what concerns no request (its progress, its status): the
+  /// session's own stream, which the session keeps current (null: none).
+  void set_standalone(std::shared_ptr<outbound> out);
+
   /// Requests being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;
+  /// Requests that became tasks whose tools still run here.
+  [[nodiscard]] std::size_t running_tasks() const noexcept;
   /// Frames of 2026-07-28 requests kept for their retry (suspended tools that asked the
   /// client something and answered `input_required`).
   [[nodiscard]] std::size_t kept_frames() const noexcept;

@@ -50,6 +50,7 @@
 namespace droid {
 
 class session;
+class task_store;
 
 /// What `initialize` says about the server (`serverInfo` and `instructions`).
 struct server_info {
@@ -116,11 +117,31 @@ struct server_options {
     std::chrono::milliseconds frame_ttl{std::chrono::minutes(5)};
   };
   multi_round_options multi_round{};
+
+  /// Tasks: tool calls that answer with a task id at once and that the client polls
+  /// (docs/tasks.md). Every bound is on by default.
+  struct task_options {
+    /// Where task records live. Null: a `memory_task_store` with the two bounds below.
+    std::shared_ptr<task_store> store{};
+    /// Tasks held at once, running or finished within their time to live; past it a new
+    /// task is refused with an error (a finished result is never dropped early).
+    std::size_t max_tasks = 1024;
+    /// Bytes of results finished tasks may hold together before new tasks are refused.
+    std::size_t max_result_bytes = 64u << 20;
+    /// How long a task and its result are kept after its creation, unless the client asks
+    /// for less (2025-11-25 `task.ttl`); a running task that reaches it is cancelled and
+    /// marked failed, so no frame outlives it.
+    std::chrono::milliseconds ttl{std::chrono::hours(1)};
+    /// The polling interval the client is told.
+    std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
+  };
+  task_options tasks{};
 };
 
 namespace detail {
 
 class multi_round_context;
+class task_engine;
 
 /// One listing (a `tools/list` entry, say) serialised once per revision, with the fields
 /// that revision does not have left out. Why precomputed: a list is served far more often
@@ -540,6 +561,14 @@ class server {
   [[nodiscard]] detail::multi_round_context& multi_round() const noexcept { return *multi_round_; }
   /// Suspended tools kept for a 2026-07-28 retry, server-wide.
   [[nodiscard]] std::size_t kept_frames() const noexcept;
+  /// The task machinery shared by this server's shards: the store, the running tasks'
+  /// whereabouts (engine internal).
+  [[nodiscard]] detail::task_engine& tasks() const noexcept { return *tasks_; }
+  /// True while some registered tool may run as a task: the task methods and the
+  /// capability that announces them exist only then.
+  [[nodiscard]] bool serves_tasks() const;
+  /// Tasks whose tool is still running, server-wide.
+  [[nodiscard]] std::size_t running_tasks() const;
   /// Writes a diagnostic line through `options().log`.
   void log(std::string_view line) const;
 
@@ -597,6 +626,7 @@ class server {
   std::string modern_result_members_;
   std::unique_ptr<registry> registry_;
   std::unique_ptr<detail::multi_round_context> multi_round_;
+  std::unique_ptr<detail::task_engine> tasks_;
 };
 
 }  // namespace droid

@@ -12,6 +12,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -150,10 +151,38 @@ class request_channel {
   /// instead of running the side effect again.
   virtual void record_once(std::string_view key, const boost::json::value& value) = 0;
 
+  /// Detaches the request's tool into a task (`tool_context::continue_as_task`): the
+  /// request is answered with the task and the tool goes on as it. False, with nothing
+  /// changed, when the request cannot become one (the client does not accept tasks, the
+  /// tool does not support them, it is one already); `refusal` then says why when the
+  /// task store turned the task away.
+  virtual bool become_task(std::string& refusal) = 0;
+  /// The id of the task this tool runs as, or empty.
+  [[nodiscard]] virtual std::string_view task_id() const noexcept = 0;
+
  protected:
   ~request_channel() = default;
 };
 }  // namespace detail
+
+/// Thrown by a tool to end its call with a JSON-RPC error instead of a tool result.
+///
+/// Why: a tool's failure is usually for the model to read (`isError` content, what any
+/// other exception becomes); a failure of the protocol's kind (the server cannot serve
+/// the call at all) is for the client, and a task that ends with one is `failed`.
+class protocol_error : public std::runtime_error {
+ public:
+  /// `code` is a JSON-RPC error code (-32603 for an internal error); `data_json`, if
+  /// given, the JSON text of `error.data`.
+  protocol_error(std::int64_t code, const std::string& message, std::string data_json = {})
+      : std::runtime_error(message), code_(code), data_(std::move(data_json)) {}
+  [[nodiscard]] std::int64_t code() const noexcept { return code_; }
+  [[nodiscard]] const std::string& data() const noexcept { return data_; }
+
+ private:
+  std::int64_t code_;
+  std::string data_;
+};
 
 /// How a question to the client is asked, besides what it asks.
 ///
@@ -381,6 +410,16 @@ class tool_context {
     channel_->record_once(key, value);
     co_return value;
   }
+
+  /// Goes on as a task, for a tool registered with `task_start::when_asked` (a tool with
+  /// `task_start::at_once` is one before it runs). The request is answered with the
+  /// task's id; the client polls it, and what the tool returns becomes the task's result.
+  /// Returns false, and the tool simply goes on in its request, when the client does not
+  /// accept tasks or the server holds as many as it may. Why the tool decides: it may
+  /// ask the client something first, within the request, and decide afterwards.
+  [[nodiscard]] task<bool> continue_as_task();
+  /// The id of the task this tool runs as, or empty when it serves a plain request.
+  [[nodiscard]] std::string_view task_id() const noexcept { return channel_->task_id(); }
 
   /// Sends `notifications/elicitation/complete` for a URL-mode elicitation.
   send_awaiter elicitation_complete(std::string_view elicitation_id);

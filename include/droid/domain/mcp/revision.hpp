@@ -56,6 +56,10 @@ enum class wire_feature : std::uint8_t {
   resource_links,      ///< 2025-06-18: `resource_link` content blocks
   icons,               ///< 2025-11-25: `icons` on descriptors and server info
   result_type,         ///< 2026-07-28: `resultType` on every result, cache hints on lists
+  /// 2025-11-25 only: experimental tasks in the core protocol (`execution.taskSupport`,
+  /// the `tasks` capability, `tasks/result`, `tasks/list`); 2026-07-28 moved tasks to an
+  /// extension with another wire.
+  core_tasks,
 };
 
 /// True when clients of revision `r` know `f`.
@@ -68,6 +72,7 @@ enum class wire_feature : std::uint8_t {
     case wire_feature::resource_links: return r >= protocol_revision::v2025_06_18;
     case wire_feature::icons: return r >= protocol_revision::v2025_11_25;
     case wire_feature::result_type: return r >= protocol_revision::v2026_07_28;
+    case wire_feature::core_tasks: return r == protocol_revision::v2025_11_25;
   }
   return false;
 }

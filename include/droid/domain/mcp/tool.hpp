@@ -5,6 +5,7 @@
 /// Domain layer: plain descriptors, no handlers (those live in the application layer).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,25 @@ struct icon {
   std::string theme{};  ///< "light", "dark" or empty
 };
 
+/// Whether a tool may run as a task: a long-running call that answers at once with a
+/// task id and that the client then polls (`tasks/get`), instead of holding the request
+/// open. Listed as `execution.taskSupport` to 2025-11-25 clients.
+enum class task_support : std::uint8_t {
+  forbidden,  ///< never a task (the default)
+  optional,   ///< a task when the client accepts tasks, a plain call otherwise
+  required,   ///< only as a task: a client that does not accept tasks is refused
+};
+
+/// When a task-supporting tool becomes a task.
+enum class task_start : std::uint8_t {
+  /// Before it runs: the client gets the task at once.
+  at_once,
+  /// When the tool calls `co_await ctx.continue_as_task()`. Why: a tool may first ask
+  /// the client something within the request (a 2026-07-28 `input_required` round), and
+  /// only then go on as a task. A 2025 client that asked for a task gets it at once.
+  when_asked,
+};
+
 /// Everything `tools/list` reports about one tool.
 ///
 /// Why schemas are optional here: typed tools fill them from their C++ types at
@@ -47,7 +67,12 @@ struct tool_info {
   /// "elicitation", "roots"). A 2026-07-28 request that did not declare them is refused
   /// before the tool runs, with -32021 naming them. Not part of the listing.
   std::vector<std::string> required_capabilities{};
+  /// Whether it may run as a task (docs/tasks.md), and when it becomes one.
+  task_support tasks = task_support::forbidden;
+  task_start start = task_start::at_once;
 };
+
+[[nodiscard]] std::string_view to_string(task_support s) noexcept;
 
 /// True when `name` follows MCP 2025-11-25's tool name rule: 1 to 128 characters from
 /// `[A-Za-z0-9_.-]`. Why enforced: clients (and the conformance suite) reject tools

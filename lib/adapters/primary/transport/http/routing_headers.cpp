@@ -236,6 +236,9 @@ const std::string_view* single(const request& req, std::string_view lower, std::
 std::string_view name_source(std::string_view method) noexcept {
   if (method == "tools/call" || method == "prompts/get") return "name";
   if (method == "resources/read") return "uri";
+  // The tasks extension: a task's requests name it, so a balancer can route them to the
+  // instance that holds it.
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") return "taskId";
   return {};
 }
 
