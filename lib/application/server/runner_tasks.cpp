@@ -93,12 +93,20 @@ bool runner_call::become_task(std::string& refusal) {
   // A request with a question outstanding, or one kept for a retry, is in the middle of
   // something else; one that was cancelled has nobody to answer.
   if (task || !offer.allowed || cancelled || state.closed || kept || !pending.empty()) return false;
+  if (own_peer && !own_peer->is_modern()) {
+    // A 2025 request with a view of the client of its own has no session (stateless
+    // HTTP): nothing would own the task, and the next request could not find it.
+    refusal = "a 2025 task belongs to its session, and this request has none (a stateless server: "
+              "http::options::stateless); serve with sessions, or call in 2026-07-28";
+    return false;
+  }
   detail::task_engine& engine = state.srv.tasks();
   const server_options::task_options& options = engine.options();
   task_record record;
   record.id = detail::task_engine::mint_id();
   record.owner = state.task_owner(*peer);
   record.created_at = std::chrono::system_clock::now();
+  record.last_updated_at = record.created_at;
   record.ttl = offer.ttl.count() > 0 ? std::min(offer.ttl, options.ttl) : options.ttl;
   record.poll_interval = options.poll_interval;
   record.revision = peer->protocol_version;

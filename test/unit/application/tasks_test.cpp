@@ -233,6 +233,7 @@ TEST_SUITE("application/tasks") {
       const auto& r = result_of(created);
       CHECK(r.at("resultType") == "task");
       CHECK(r.at("status") == "working");
+      CHECK(r.at("lastUpdatedAt") == r.at("createdAt"));
       CHECK(r.at("ttlMs").as_int64() == 3600000);
       CHECK(r.at("pollIntervalMs").as_int64() == 250);
       CHECK(r.at("_meta").as_object().contains("io.modelcontextprotocol/serverInfo"));
