@@ -495,6 +495,8 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
   if (has(peer.revision, wire_feature::core_tasks)) {
     ir::json_node asked;
     const bool wants = p.find("task", asked) && asked.kind() != ir::json_node::type::null;
+    // A server that declares no tasks processes the call normally, ignoring `task` (MUST).
+    if (wants && support == task_support::forbidden && !server_.serves_tasks()) return std::nullopt;
     if (wants && support == task_support::forbidden)
       return reply::error(ir::errc::method_not_found,
                           "Method not found: tool " + name + " does not run as a task (execution.taskSupport is forbidden)");

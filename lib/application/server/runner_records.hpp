@@ -112,6 +112,9 @@ struct running_task {
   std::vector<task_watcher> watchers;
   /// 2026 keys used so far: a key names one question over the task's whole life.
   std::vector<std::string> used_keys;
+  /// Why this 2025 task's questions cannot reach the client (the session answers each
+  /// request with one JSON document), or empty.
+  std::string question_refusal;
   std::uint32_t ordinal = 0;
   /// Ends the task when its time to live passes.
   std::optional<asio::steady_timer> expiry;

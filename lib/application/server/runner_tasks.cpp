@@ -132,6 +132,9 @@ bool runner_call::become_task(std::string& refusal) {
     result += "}}";
     ir::append_result(buf, id, result);
   }
+  // What this session can carry later, asked of the stream that started the task: a
+  // 2025 task's questions travel on a `tasks/result` stream of the same session.
+  std::string question_refusal = stream && !modern ? stream->exchange_refusal() : std::string();
   state.send(stream.get(), std::move(buf));
   if (finish_stream && stream) stream->finish();
   stream.reset();
@@ -141,6 +144,7 @@ bool runner_call::become_task(std::string& refusal) {
   task->id = record.id;
   task->owner = std::move(record.owner);
   task->modern = modern;
+  task->question_refusal = std::move(question_refusal);
   // The same node, now under the task's id: the request's id is free for the client to
   // use again, and `notifications/cancelled` naming it no longer reaches the tool (the
   // extension says a task is cancelled with `tasks/cancel` only).
@@ -164,6 +168,7 @@ std::optional<exchange_result> runner_call::settle_task_question(std::string_vie
     return refused(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
                                                std::string(detail::where_declared(*peer)) +
                                                ", so its task cannot ask it " + std::string(method));
+  if (!task->question_refusal.empty()) return refused(errc::exchange_refused, task->question_refusal);
   if (task->modern && !key.empty() &&
       std::find(task->used_keys.begin(), task->used_keys.end(), key) != task->used_keys.end())
     return refused(errc::exchange_refused,

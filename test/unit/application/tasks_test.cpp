@@ -496,4 +496,31 @@ TEST_SUITE("application/tasks") {
     }
     CHECK(droid::live_frames() == 0);
   }
+
+  TEST_CASE("2025-11-25: a session that cannot carry questions refuses a task's question by name, and the task ends") {
+    fixture f;
+    f.feed(legacy(0, "initialize", R"({"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}})"));
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    f.out->sent.clear();
+    f.out->refusal = "this session answers with single JSON documents";
+    const auto created = result_of(f.send(legacy(1, "tools/call", R"({"name":"asks","task":{}})")));
+    const std::string id(created.at("task").at("taskId").as_string());
+    droid::test::poll(f.io);
+    const auto done = result_of(f.send(legacy(2, "tasks/result", R"({"taskId":")" + id + R"("})")));
+    CHECK(done.at("content").at(0).at("text") == "no answer: this session answers with single JSON documents");
+  }
+
+  TEST_CASE("a server with no task tools declares no tasks and ignores params.task, as 2025-11-25 requires") {
+    droid::server srv(droid::server_info{"no-tasks", "1"}, options());
+    srv.tool("plain", "Never a task", [](droid::tool_context&) -> droid::task<std::string> { co_return "plain"; });
+    droid::test::session_driver d;
+    d.start(srv, "{}");
+    CHECK_FALSE(d.out->json(0).at("result").at("capabilities").as_object().contains("tasks"));
+    d.out->sent.clear();
+    d.feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    const auto r = d.request("tools/call", R"({"name":"plain","task":{"ttl":1000}})");
+    CHECK(result_of(r).at("content").at(0).at("text") == "plain");
+    CHECK(code_of(d.request("tasks/get", R"({"taskId":"x"})")) == -32601);
+    d.stop();
+  }
 }

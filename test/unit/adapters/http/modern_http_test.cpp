@@ -21,6 +21,7 @@
 #include <doctest/doctest.h>
 
 #include <droid/application/server/server.hpp>
+#include <droid/application/server/task_store.hpp>
 
 #include "http_client.hpp"
 
@@ -758,5 +759,68 @@ TEST_SUITE("adapters/http/modern") {
       CHECK(eventually([&] { return f.slow_cancelled == cancelled + 1; }));
     }
     CHECK(f.asker_started == 6);
+  }
+
+  TEST_CASE("a 2026 task created on one shard is read, answered and cancelled from the other, and stops with the server") {
+    auto store = std::make_shared<droid::memory_task_store>();
+    droid::server_options server_opts;
+    server_opts.tasks.store = store;
+    droid::server srv{droid::server_info{.name = "tasks-http-test", .version = "1"}, server_opts};
+    std::atomic<int> asked{0}, stopped{0};
+    droid::tool_info confirm{.name = "confirm", .description = "Asks, then works", .tasks = droid::task_support::optional};
+    srv.tool(confirm, [&](droid::tool_context& ctx) -> droid::task<std::string> {
+      ++asked;
+      auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
+      if (!answer || !answer->content) co_return "no name";
+      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) ++stopped;
+      co_return "Hello " + answer->content->name;
+    });
+    droid::http::options opts;
+    opts.threads = 2;
+    auto listener = std::make_unique<droid::http::listener>(srv, opts);
+    std::thread runner([&] { listener->run(); });
+    const std::string caps = R"({"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+    const auto on_task = [&](int id, std::string_view method, const std::string& task, std::string_view more = {}) {
+      raw_connection c(listener->port());  // a new connection: the other shard, every other time
+      const std::string members = R"("taskId":")" + task + '"' + std::string(more);
+      return answer_of(post(c, request(id, method, members, meta(caps)), headers(method, task)));
+    };
+    const auto status = [&](const std::string& task) {
+      return std::string(on_task(9, "tasks/get", task).at("result").at("status").as_string());
+    };
+    for (const char* name : {"Ada", "Bo", "wait", "wait"}) {
+      CAPTURE(name);
+      raw_connection first(listener->port());
+      const auto created = answer_of(post(first, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
+      REQUIRE(created.at("result").at("resultType") == "task");
+      const std::string task(created.at("result").at("taskId").as_string());
+      CHECK(eventually([&] { return status(task) == "input_required"; }));
+      const auto ack = on_task(2, "tasks/update", task,
+                               R"(,"inputResponses":{"user_name":{"action":"accept","content":{"name":")" +
+                                   std::string(name) + R"("}}})");
+      CHECK(ack.at("result").at("resultType") == "complete");
+      if (std::string_view(name) == "wait") {
+        CHECK(eventually([&] { return status(task) == "working"; }));
+        CHECK(on_task(3, "tasks/cancel", task).at("result").at("resultType") == "complete");
+        CHECK(status(task) == "cancelled");
+      } else {
+        CHECK(eventually([&] { return status(task) == "completed"; }));
+        CHECK(std::string(on_task(4, "tasks/get", task).at("result").at("result").at("content").at(0).at("text").as_string()) ==
+              "Hello " + std::string(name));
+      }
+    }
+    CHECK(eventually([&] { return stopped == 2; }));
+    CHECK(eventually([&] { return srv.running_tasks() == 0; }));
+    // A task still running when the server stops is ended, not left behind.
+    raw_connection last(listener->port());
+    const auto created = answer_of(post(last, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
+    const std::string task(created.at("result").at("taskId").as_string());
+    CHECK(eventually([&] { return srv.running_tasks() == 1 && asked == 5; }));
+    listener->stop();
+    runner.join();
+    CHECK(srv.running_tasks() == 0);
+    const auto record = store->get(task, "");
+    REQUIRE(record);
+    CHECK(record->status == droid::task_status::failed);
   }
 }
