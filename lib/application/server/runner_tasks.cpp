@@ -323,7 +323,9 @@ void request_runner::impl::cancel_task(const std::string& id, bool by_request) {
 
 void request_runner::impl::answer_task(const std::string& id,
                                        std::vector<std::pair<std::string, boost::json::value>>& answers) {
-  for (auto& [key, value] : answers) {
+  for (auto& answer : answers) {
+    const std::string& key = answer.first;
+    boost::json::value& value = answer.second;
     // Looked up for each answer: the tool may have ended with the previous one.
     auto it = tasks.find(ir::request_id(id));
     if (it == tasks.end()) return;
@@ -484,7 +486,9 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
     // Each answer is checked against its question before any is taken; answers for keys
     // the task does not wait on are ignored, as the extension says.
     std::vector<std::string> keys;
-    for (const auto& [key, value] : input.responses) {
+    for (const auto& response : input.responses) {
+      const std::string& key = response.first;
+      const boost::json::value& value = response.second;
       auto asked = std::find_if(record->input_requests.begin(), record->input_requests.end(),
                                 [&](const auto& e) { return e.first == key; });
       if (asked == record->input_requests.end()) continue;
