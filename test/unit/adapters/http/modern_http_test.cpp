@@ -788,6 +788,18 @@ TEST_SUITE("adapters/http/modern") {
     const auto status = [&](const std::string& task) {
       return std::string(on_task(9, "tasks/get", task).at("result").at("status").as_string());
     };
+    {
+      // A poll is one JSON document, even on a server that answers with event streams.
+      raw_connection c(listener->port());
+      const auto created = answer_of(post(c, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
+      const std::string task(created.at("result").at("taskId").as_string());
+      raw_connection poll(listener->port());
+      const auto r = post(poll, request(2, "tasks/get", R"("taskId":")" + task + '"', meta(caps)), headers("tasks/get", task));
+      REQUIRE(r.header("content-type"));
+      CHECK(*r.header("content-type") == "application/json");
+      (void)on_task(3, "tasks/cancel", task);
+      CHECK(eventually([&] { return srv.running_tasks() == 0; }));
+    }
     for (const char* name : {"Ada", "Bo", "wait", "wait"}) {
       CAPTURE(name);
       raw_connection first(listener->port());
@@ -815,7 +827,7 @@ TEST_SUITE("adapters/http/modern") {
     raw_connection last(listener->port());
     const auto created = answer_of(post(last, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
     const std::string task(created.at("result").at("taskId").as_string());
-    CHECK(eventually([&] { return srv.running_tasks() == 1 && asked == 5; }));
+    CHECK(eventually([&] { return srv.running_tasks() == 1 && asked == 6; }));
     listener->stop();
     runner.join();
     CHECK(srv.running_tasks() == 0);

@@ -64,6 +64,12 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+/// The task methods a client polls with: answered at once, never with anything but
+/// their response, so one JSON document serves them better than an event stream.
+bool is_task_poll(std::string_view method) noexcept {
+  return method == "tasks/get" || method == "tasks/list" || method == "tasks/cancel";
+}
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
 }
@@ -621,9 +627,9 @@ task<bool> connection::handle_post(detail::request& req) {
     co_return co_await reply_rpc_error(415, ir::errc::invalid_request,
                                        "Unsupported Media Type: Content-Type must be application/json");
   const std::string_view* accept = req.find("accept");
-  const bool json_mode = o.reply == streaming::json;
+  const bool server_json = o.reply == streaming::json;
   if (!accept || !detail::accepts(*accept, "application/json") ||
-      (!json_mode && !detail::accepts(*accept, "text/event-stream")))
+      (!server_json && !detail::accepts(*accept, "text/event-stream")))
     co_return co_await reply_rpc_error(
         406, ir::errc::invalid_request,
         "Not Acceptable: Accept must include application/json and text/event-stream");
@@ -664,7 +670,7 @@ task<bool> connection::handle_post(detail::request& req) {
     // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
     // lost connection ends its request.
     std::unique_ptr<event_store> store;
-    if (!json_mode && (o.event_store || o.event_ring_capacity > 0))
+    if (!server_json && (o.event_store || o.event_ring_capacity > 0))
       store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
     entry = new_entry(std::move(store));
     if (!l_.sessions.insert(entry, o.max_sessions))
@@ -689,6 +695,10 @@ task<bool> connection::handle_post(detail::request& req) {
     co_return co_await reply(202, {}, {});
   }
 
+  // Polling a task is answered with one JSON document even on an event-stream server:
+  // MCP 2025-11-25 asks servers not to upgrade `tasks/get` to a stream (the client is
+  // polling), and these answers never carry anything but the response.
+  const bool json_mode = server_json || is_task_poll(msg.method());
   const std::uint64_t number = ++entry->next_stream;
   const ir::request_id request_id = msg.id();
   auto sink = make_sink();
@@ -823,7 +833,7 @@ connection::sessionless_call connection::start_sessionless(std::string_view meth
   call.listen = method == "subscriptions/listen";
   // A listen is answered as a stream whatever `options::reply` says: as one JSON document
   // it could only be sent when the listen ends, and nothing it carries would ever arrive.
-  call.json_mode = l_.opts.reply == streaming::json && !call.listen;
+  call.json_mode = (l_.opts.reply == streaming::json || is_task_poll(method)) && !call.listen;
   call.key = ir::request_id(home_.mint_key());
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
   if (!call.listen) ++l_.sessionless_answering;
