@@ -8,10 +8,10 @@
 //                      [--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N]
 //                      [--settle S] [--servers droid-stateless,droid-2026,...] [--report-only]
 //
-// Every server's answer is checked before it is timed (STYLE.md 3.9); a wrong answer
-// removes the server from the run instead of timing it. Inputs are generated from fixed
-// patterns, never downloaded. Results: <build-dir>/bench-results/{results.md,results.json,
-// throughput.png}. Node builtins only.
+// Every server's answer is checked before it is timed (docs/conventions.md#benchmarks); a
+// wrong answer removes the server from the run instead of timing it. Inputs are generated
+// from fixed patterns, never downloaded. Results:
+// <build-dir>/bench-results/{results.md,results.json,throughput.png}. Node builtins only.
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';

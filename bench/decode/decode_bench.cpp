@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Micro-benchmarks of the JSON-RPC decoder: envelope plus raw params, and typed tool
-/// arguments. Each checks its output once before timing (STYLE.md 3.9).
+/// arguments. Each checks its output once before timing (docs/conventions.md#benchmarks).
 #include <string>
 
 #include <benchmark/benchmark.h>

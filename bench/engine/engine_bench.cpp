@@ -5,7 +5,8 @@
 /// question, the bench routes the answer back, the tool resumes and answers). The
 /// session's outbound is a capture and its io_context is polled, as in
 /// test/unit/application/session_test.cpp. Each benchmark checks its output once before
-/// timing (STYLE.md 3.9), and reports `allocs`: calls of `operator new` per item.
+/// timing (docs/conventions.md#benchmarks), and reports `allocs`: calls of `operator new`
+/// per item.
 #include <atomic>
 #include <charconv>
 #include <cstddef>

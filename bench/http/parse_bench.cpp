@@ -3,8 +3,8 @@
 /// Micro-benchmark of HTTP/1.1 request framing: `request_parser` on the exact request wrk
 /// sends in the HTTP benchmark (bench/http/call.lua), fed the way the connection loop
 /// feeds it. A private header, hence droid_private_dep. Checks the parsed request once
-/// before timing (STYLE.md 3.9), so a parser that got faster by dropping a field fails
-/// instead of winning.
+/// before timing (docs/conventions.md#benchmarks), so a parser that got faster by
+/// dropping a field fails instead of winning.
 ///
 /// For instruction counts, run it under callgrind and divide the inclusive cost of
 /// `parse_and_discard` (parse, take, destroy) by its call count:

@@ -3,7 +3,7 @@
 /// Micro-benchmark of server-sent event framing: `append_sse_event`, which the HTTP
 /// listener calls for every event it writes (a private header, hence droid_private_dep).
 /// Checks the framing once against the literal the event-stream format requires before
-/// timing (STYLE.md 3.9).
+/// timing (docs/conventions.md#benchmarks).
 #include <cstdint>
 #include <string>
 

@@ -4,8 +4,9 @@
 //
 //   node summarize.mjs <results-dir> <console-log> <strict|json> <run-name>
 //
-// Why not trust the CLI's exit code: it ignores WARNINGs (the issue forbids them), and a
-// scenario that throws writes no checks.json but may still not count as a FAILURE.
+// Why not trust the CLI's exit code: it ignores WARNINGs (strict runs forbid them:
+// docs/conformance.md), and a scenario that throws writes no checks.json but may still not
+// count as a FAILURE.
 //
 // strict: every scenario the console lists must have written checks, with no FAILURE and
 //   no WARNING.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Test support: run tasks to completion, capture what a session sends, and step the
-/// io_context instead of sleeping (STYLE.md 3.8: tests are deterministic).
+/// io_context instead of sleeping (tests are deterministic: docs/conventions.md#tests).
 #pragma once
 
 #include <coroutine>
@@ -86,7 +86,7 @@ class capture final : public outbound {
 
 namespace droid::test {
 
-/// A clock that moves only when a test says so (STYLE.md 2.7).
+/// A clock that moves only when a test says so (docs/conventions.md#tests).
 struct manual_clock {
   using duration = std::chrono::nanoseconds;
   using rep = duration::rep;

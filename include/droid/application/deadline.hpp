@@ -25,9 +25,9 @@ namespace droid {
 /// A stop source requested by a timer.
 ///
 /// Why a timer and a stop token rather than a `when_any`: the losing operation must
-/// leave its table (STYLE.md 2.3), and a stop token is the one cancellation path every
-/// droid awaiter already honours; a generic race would need each awaiter to support
-/// abandonment as well.
+/// leave its table (docs/conventions.md#coroutines-and-awaiters), and a stop token is the
+/// one cancellation path every droid awaiter already honours; a generic race would need
+/// each awaiter to support abandonment as well.
 /// Affinity: the executor's thread (the tool's shard). Lifetime: destroying the deadline
 /// disarms it; a token taken from it stays valid (and simply never stops).
 class deadline {

@@ -11,7 +11,7 @@
 /// an `error_code` (Asio's `use_awaitable` throws it, which turns every timeout into a
 /// try/catch). With a stop token, a stop request cancels the operation through its
 /// cancellation slot; an operation that parks a waiter and ignores its slot would leak
-/// the waiter when it loses a race (STYLE.md 2.3).
+/// the waiter when it loses a race (docs/conventions.md#coroutines-and-awaiters).
 #pragma once
 
 #include <coroutine>

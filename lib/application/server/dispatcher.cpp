@@ -215,7 +215,7 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, c
   if (!is_served(server_, kind, scope.peer.revision))
     return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
-  // (RELIABILITY 2.12), while an absent or null `params` means "no parameters".
+  // (docs/reliability.md, 2.12), while an absent or null `params` means "no parameters".
   if (params && params->kind() == ir::json_node::type::null) params = nullptr;
   if (params && params->kind() != ir::json_node::type::object)
     return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");

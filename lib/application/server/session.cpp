@@ -224,10 +224,11 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
       return;
     }
     if (m == "notifications/cancelled") {
-      // Unknown, completed or malformed cancellations are ignored (RELIABILITY 2.28).
+      // Unknown, completed or malformed cancellations are ignored (docs/reliability.md,
+      // 2.28).
       if (auto id = cancelled_id(msg.params())) cancel(*id);
     }
-    // Every other notification, known or not, gets no output (RELIABILITY 2.11).
+    // Every other notification, known or not, gets no output (docs/reliability.md, 2.11).
     return;
   }
 

@@ -13,7 +13,8 @@
 /// ## Why string values are not unescaped during the walk
 /// A lone surrogate escape (`"\ud800"`) is valid JSON grammar. Rejecting it here would
 /// make it a -32700 for the whole message; leaving it to the typed decoder makes it an
-/// invalid-params answer for the one field that holds it (RELIABILITY 2.25, decision 7).
+/// invalid-params answer for the one field that holds it (docs/reliability.md, 2.25
+/// and decision 7).
 /// Their escapes are still checked (`"\q"` is not JSON at all), by a scan that costs about
 /// a memchr per string. Envelope strings (`jsonrpc`, `method`, string ids) are unescaped
 /// and must be valid.
@@ -168,7 +169,7 @@ error_code walk(od::value v, std::uint32_t depth) {
 
 /// The id as MCP allows it (integer or string), or nothing when it is of another kind.
 /// Why `1.0` is refused: MCP says integer, TS would silently treat it as 1, and echoing
-/// `1` for `1.0` or `1.0` for `1` both surprise someone (RELIABILITY decision 7).
+/// `1` for `1.0` or `1.0` for `1` both surprise someone (docs/reliability.md, decision 7).
 std::optional<request_id> read_id(od::value v, bool& valid) {
   valid = false;
   od::json_type t;
@@ -304,7 +305,7 @@ decoded decode(std::string text) {
     if (auto e = v.type().get(t)) return parse_failure(e);
 
     // Exact, case-sensitive matches only: "Method" and "method\u0000" are unknown members
-    // (RELIABILITY 2.21, 2.22), so they are walked and otherwise ignored.
+    // (docs/reliability.md, 2.21, 2.22), so they are walked and otherwise ignored.
     if (key == "jsonrpc") {
       dup |= seen_jsonrpc;
       seen_jsonrpc = true;
@@ -386,14 +387,14 @@ decoded decode(std::string text) {
       }
       error_ok = has_code && has_message;
     } else if (auto e = walk(v, 2)) {
-      // Unknown members are ignored (RELIABILITY 2.30) but still validated.
+      // Unknown members are ignored (docs/reliability.md, 2.30) but still validated.
       return parse_failure(e);
     }
   }
   if (!at_end(doc)) return parse_failure(simdjson::TRAILING_CONTENT);
 
   // The document is valid JSON; from here on every complaint is about its shape. The id
-  // is echoed only when it is one MCP allows (RELIABILITY 2.4).
+  // is echoed only when it is one MCP allows (docs/reliability.md, 2.4).
   std::optional<request_id> echo = id_valid ? id : std::nullopt;
   if (dup) return invalid("Invalid Request: duplicate member in the JSON-RPC envelope");
   if (!seen_jsonrpc || !jsonrpc_ok) return invalid("Invalid Request: \"jsonrpc\" must be \"2.0\"", echo);
@@ -420,7 +421,7 @@ decoded decode(std::string text) {
   }
   if (seen_result || seen_error) {
     // A malformed answer (both members, or a bad id) is dropped: answering an answer
-    // could loop between two peers that both do so (RELIABILITY 2.17).
+    // could loop between two peers that both do so (docs/reliability.md, 2.17).
     rejection r = invalid("malformed response: it needs a valid id and exactly one of result or error", echo);
     r.answer = false;
     return r;

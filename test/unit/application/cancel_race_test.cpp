@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// RELIABILITY E2: requests cancelled at every moment of their lives, across sessions.
+/// Requests cancelled at every moment of their lives, across sessions
+/// (docs/reliability.md, E2).
 ///
 /// A cancellation can land before the tool's first step, while it is suspended, between
 /// its last step and the reply, or after the reply: each moment has its own code path

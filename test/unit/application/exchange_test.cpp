@@ -2,7 +2,7 @@
 /// @file
 /// `co_await ctx.exchange(...)`: a tool asks the client a question. Every waiter has
 /// exactly three exits (answered, cancelled, session ended) and each test ends with
-/// nothing left in the table and no frame alive (STYLE.md 3.5).
+/// nothing left in the table and no frame alive (docs/architecture.md#the-exchange).
 #include <droid/application/server/tool_context.hpp>
 
 #include <memory>
@@ -512,7 +512,8 @@ TEST_SUITE("application/exchange") {
   }
 
   TEST_CASE("an outbound that does not say it carries questions refuses them") {
-    // The seed's "the default is unreadable": the safe direction for a new transport.
+    // Refusing by default is the safe direction for a new transport: a question nobody
+    // can answer would hang the tool.
     struct plain final : droid::outbound {
       void send(std::string) override {}
     } p;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The session engine with no I/O: lifecycle, dispatch, duplicate ids, cancellation,
-/// tool errors, pagination and list_changed (RELIABILITY.md section 2 and E3).
+/// tool errors, pagination and list_changed (docs/reliability.md#json-rpc-input and E3).
 #include <droid/application/server/session.hpp>
 
 #include <memory>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// `droid::task`: laziness, symmetric transfer, exceptions, frame ownership (STYLE.md 3.5).
+/// `droid::task`: laziness, symmetric transfer, exceptions, frame ownership
+/// (docs/conventions.md#coroutines-and-awaiters).
 #include <droid/application/task.hpp>
 #include <droid/application/when_all.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The JSON-RPC decoder and encoders against RELIABILITY.md section 2.
+/// The JSON-RPC decoder and encoders against docs/reliability.md#json-rpc-input.
 #include <droid/domain/ir/codec.hpp>
 
 #include <cmath>

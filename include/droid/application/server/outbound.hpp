@@ -38,7 +38,7 @@ class outbound {
   ///
   /// Why the default refuses: a stream that has not said something reads the peer's
   /// answers has not established that anything does, and a question nobody can answer
-  /// is a tool that hangs with no error (the seed's "the default is unreadable").
+  /// is a tool that hangs with no error.
   [[nodiscard]] virtual std::string exchange_refusal() const {
     return "this transport does not say it can carry questions to the client (its outbound does not override "
            "exchange_refusal)";

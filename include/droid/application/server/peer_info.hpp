@@ -4,7 +4,8 @@
 ///
 /// Application layer. In the 2025 protocol era this comes once, from `initialize`; in the
 /// 2026-07-28 era each request carries it in `_meta`. Handlers read it through this one
-/// type either way, so a tool never asks which era it is serving (DESIGN.md).
+/// type either way, so a tool never asks which era it is serving
+/// (docs/architecture.md#two-protocol-eras).
 #pragma once
 
 #include <cstdint>

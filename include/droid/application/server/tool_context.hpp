@@ -225,7 +225,7 @@ struct [[nodiscard]] send_awaiter {
 /// server request on the request's stream; in a 2026-07-28 request it is an entry of the
 /// `input_required` result, and the retry that answers it resumes the same frame.
 ///
-/// Why each step is where it is (STYLE.md 3.5):
+/// Why each step is where it is (docs/architecture.md#the-exchange):
 /// - `await_ready` is the path that needs no waiting: a session that cannot carry the
 ///   question (single JSON answers, stateless 2025 HTTP, a client without the
 ///   capability, a closed session, a cancelled call) completes at once, and nothing is

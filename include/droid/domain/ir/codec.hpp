@@ -3,7 +3,8 @@
 /// Decoding bytes into `ir::message` and encoding JSON-RPC messages into text.
 ///
 /// Domain layer. The decoder is the one place simdjson is used for envelopes; its rules
-/// (RELIABILITY.md section 2) are written next to the code in lib/domain/ir/decode.cpp.
+/// (docs/reliability.md#json-rpc-input) are written next to the code in
+/// lib/domain/ir/decode.cpp.
 /// The encoders append to a caller's buffer so a transport can frame several messages
 /// into one write without intermediate strings.
 #pragma once
@@ -23,7 +24,7 @@ namespace droid::ir {
 /// The deepest nesting the decoder accepts; deeper input is a parse error.
 ///
 /// Why a bound: our own walkers recurse, and a peer sending 100,000 `[` must get -32700,
-/// not a stack overflow (RELIABILITY 2.23).
+/// not a stack overflow (docs/reliability.md, 2.23).
 inline constexpr std::uint32_t max_depth = 128;
 
 /// Either a message or the reason there is none.
@@ -33,7 +34,7 @@ using decoded = std::variant<message, rejection>;
 ///
 /// The whole document is validated before anything is classified, because simdjson's
 /// On-Demand API validates lazily: without the full walk, `{"id":1,"method":"ping",
-/// "params":{"x":[1,}}` would be answered as a ping (RELIABILITY 2.2).
+/// "params":{"x":[1,}}` would be answered as a ping (docs/reliability.md, 2.2).
 /// Errors (as `rejection`): `parse_error` for invalid JSON, invalid UTF-8 or excessive
 /// depth; `invalid_request` for batches, scalars, a wrong `jsonrpc`, a bad id or
 /// method, duplicate envelope keys, or a shape that is none of the four kinds.

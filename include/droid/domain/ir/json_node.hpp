@@ -77,8 +77,8 @@ class json_node {
 
 /// Parses `text` (already validated or not) on this thread's parser and calls
 /// `visit(ctx, root)`. Returns an `ir::errc::invalid_params` error when the text does
-/// not parse (a lone surrogate escape in a string lands here: RELIABILITY 2.25), and
-/// fills `detail` with the parser's reason.
+/// not parse (a lone surrogate escape in a string lands here: docs/reliability.md,
+/// 2.25), and fills `detail` with the parser's reason.
 ///
 /// Why a callback and not a returned node: the node borrows the parser, and a callback
 /// makes "do not keep it" structural instead of a comment.

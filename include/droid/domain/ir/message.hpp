@@ -110,7 +110,8 @@ struct rejection {
   std::string message;
   /// The id to answer with; empty means `id: null`.
   std::optional<request_id> id;
-  /// False for malformed *responses*: JSON-RPC never answers an answer (RELIABILITY 2.17).
+  /// False for malformed *responses*: JSON-RPC never answers an answer
+  /// (docs/reliability.md, 2.17).
   bool answer = true;
 };
 

@@ -8,10 +8,11 @@
 /// accepts cannot drift apart.
 ///
 /// ## Why our own decoder and not `boost::json::value_to`
-/// Measured with Boost 1.81 (DESIGN.md): `value_to` on a described struct demands every
-/// member, so a missing `std::optional` or a member with a default fails, and its errors
-/// do not name the field. Tool arguments need both, and MCP 2025-11-25 wants argument
-/// errors reported to the model in words it can act on ("`days`: expected an integer").
+/// Measured with Boost 1.81 (docs/architecture.md#json): `value_to` on a described
+/// struct demands every member, so a missing `std::optional` or a member with a default
+/// fails, and its errors do not name the field. Tool arguments need both, and MCP
+/// 2025-11-25 wants argument errors reported to the model in words it can act on
+/// ("`days`: expected an integer").
 ///
 /// ## Supported types
 /// `bool`; integers (range-checked, with `minimum`/`maximum` in the schema); `float`,

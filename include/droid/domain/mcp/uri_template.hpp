@@ -122,9 +122,9 @@ class uri_template {
   /// Parses `text`, refusing anything outside RFC 6570 levels 1 and 2.
   ///
   /// Why it throws instead of returning `droid::result`: a template is server
-  /// configuration, checked once at registration. The error model (STYLE.md 3.6)
-  /// reports misconfiguration with exceptions, and the message is what the server
-  /// author reads.
+  /// configuration, checked once at registration. The error model
+  /// (docs/conventions.md#error-model) reports misconfiguration with exceptions, and the
+  /// message is what the server author reads.
   ///
   /// **Errors** (`std::invalid_argument`, whose message quotes the template and gives
   /// the byte offset):

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// Host/Origin (DNS rebinding), media types (CSRF) and session ids (RELIABILITY A1, A2,
-/// A4, A6), sans-io.
+/// Host/Origin (DNS rebinding), media types (CSRF) and session ids (docs/reliability.md,
+/// A1, A2, A4, A6), sans-io.
 #include "adapters/primary/transport/http/checks.hpp"
 
 #include <array>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The Streamable HTTP transport end to end over loopback sockets: status codes, sessions,
-/// both answer modes, pipelining, limits and Host/Origin (RELIABILITY A1, A2, A4, A5, B1,
-/// B4, B5, B9, E8).
+/// both answer modes, pipelining, limits and Host/Origin (docs/reliability.md,
+/// A1, A2, A4, A5, B1, B4, B5, B9, E8).
 #include <droid/adapters/primary/transport/http/http.hpp>
 
 #include <atomic>
@@ -840,7 +840,7 @@ TEST_SUITE("adapters/http") {
       (void)call.read_until("sampling/createMessage");
     }
     // The server watches the stream's connection, so the hang-up is seen at once, not at
-    // the next write (RELIABILITY E6a: released within 1 s).
+    // the next write (docs/reliability.md, E6a: released within 1 s).
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 100 && f.asks_cancelled == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(f.asks_cancelled == 1);

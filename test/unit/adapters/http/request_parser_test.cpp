@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// HTTP/1.1 request framing against RELIABILITY.md B1, B3, B4 and B5, sans-io: bytes go
-/// in as a connection would receive them (whole, a byte at a time, or cut at every
-/// offset), requests or an error status come out.
+/// HTTP/1.1 request framing against docs/reliability.md, B1, B3, B4 and B5, sans-io:
+/// bytes go in as a connection would receive them (whole, a byte at a time, or cut at
+/// every offset), requests or an error status come out.
 #include "adapters/primary/transport/http/request_parser.hpp"
 
 #include <cstddef>

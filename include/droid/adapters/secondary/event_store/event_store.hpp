@@ -24,7 +24,7 @@ namespace droid {
 /// The events of one session, by stream and sequence number.
 ///
 /// Why per session: an event id presented on another session must never replay this
-/// session's events (RELIABILITY A11); a store that only knows one session cannot.
+/// session's events (docs/reliability.md, A11); a store that only knows one session cannot.
 /// Affinity: used only on the session's shard.
 class event_store {
  public:

@@ -2,7 +2,7 @@
 /// @file
 /// Small pure checks of the Streamable HTTP transport: Host and Origin (DNS rebinding),
 /// media types (CSRF through simple requests), session ids. Sans-io so every edge case
-/// in RELIABILITY.md group A is a unit test.
+/// in docs/reliability.md#http-security is a unit test.
 #pragma once
 
 #include <string>
@@ -16,13 +16,13 @@ namespace droid::http::detail {
 ///
 /// Why exact names only: `127.1`, `2130706433`, `0x7f000001` and `localhost.` resolve to
 /// loopback too, but no legitimate client sends them, and accepting spellings is how
-/// allowlists get bypassed (RELIABILITY A1).
+/// allowlists get bypassed (docs/reliability.md, A1).
 [[nodiscard]] bool is_loopback_host(std::string_view host) noexcept;
 
 /// Whether a request may proceed given its Host header. On a socket whose local address
-/// is loopback (RELIABILITY decision 10: the check follows the socket, so a 0.0.0.0 bind
-/// reached through loopback is protected too), only loopback names or `allowed` ones
-/// pass. Elsewhere, `allowed` (when not empty) is enforced.
+/// is loopback (docs/reliability.md, decision 10: the check follows the socket, so a
+/// 0.0.0.0 bind reached through loopback is protected too), only loopback names or
+/// `allowed` ones pass. Elsewhere, `allowed` (when not empty) is enforced.
 [[nodiscard]] bool host_allowed(std::string_view host, bool local_is_loopback,
                                 const std::vector<std::string>& allowed) noexcept;
 

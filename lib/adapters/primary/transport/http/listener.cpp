@@ -594,7 +594,7 @@ task<bool> connection::handle(detail::request& req) {
   if (path != l_.opts.path && !legacy_sse && !legacy_messages) co_return co_await reply(404, "text/plain", "not found\n");
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
-  // Origin; both are checked before anything else can run (RELIABILITY A1, A2).
+  // Origin; both are checked before anything else can run (docs/reliability.md, A1, A2).
   const std::string_view* host = req.find("host");
   const bool host_ok = host ? detail::host_allowed(*host, local_is_loopback_, l_.opts.allowed_hosts)
                             : req.version_minor == 0 && !local_is_loopback_;
@@ -1067,7 +1067,7 @@ task<bool> connection::handle_legacy_stream(detail::request& req) {
     std::error_code ignored;
     socket_.cancel(ignored);  // drops the close watch, which holds this connection
   }
-  // The stream is gone: so is the session (RELIABILITY A12).
+  // The stream is gone: so is the session (docs/reliability.md, A12).
   if (auto gone = l_.sessions.erase(entry->id)) end_session(gone);
   co_return keep && false;  // an event stream's connection is not reused
 }

@@ -16,8 +16,8 @@
 ///   it); bare-LF line endings, also in trailers; two spaces in the request line; bytes
 ///   >= 0x80 in the target; `HTTP/0.9` request lines. Each one is a place where a front
 ///   proxy that frames strictly sees a different message boundary than we do, which is
-///   request smuggling (RELIABILITY.md B3). Using such a parser safely takes a strict scan
-///   in front of it.
+///   request smuggling (docs/reliability.md, B3). Using such a parser safely takes a
+///   strict scan in front of it.
 /// - **One opinion about where a message ends.** A scan in front of a library parser is
 ///   two parsers over the same bytes, and every place they could disagree (end of the
 ///   header section, Content-Length, chunk boundaries, CONNECT) is one more smuggling
@@ -133,7 +133,7 @@ constexpr std::size_t max_chunk_extension_bytes = 16 * 1024;
 
 /// Body bytes reserved up front for a Content-Length body: the whole of a small one (one
 /// allocation), but never a declared size a slow client has not sent (memory per
-/// connection follows what arrived, as RELIABILITY B7 assumes).
+/// connection follows what arrived; docs/reliability.md, B7).
 constexpr std::size_t body_reserve_limit = 16 * 1024;
 
 /// Byte classes: what the byte loop looks up, one table load per byte, instead of a chain

@@ -5,9 +5,10 @@
 ///
 /// Primary adapter, private. Why our own parser and not a library: the limits (request
 /// line, header block, field count, body) and the smuggling shapes that lenient parsers
-/// accept (obs-fold, whitespace before a colon, bare LF) are ours to refuse (RELIABILITY.md
-/// group B), the connection code should see one request at a time, and one pass that
-/// decides everything cannot disagree with itself about where a message ends. The
+/// accept (obs-fold, whitespace before a colon, bare LF) are ours to refuse
+/// (docs/reliability.md#http-framing-and-slow-clients), the connection code should see
+/// one request at a time, and one pass that decides everything cannot disagree with
+/// itself about where a message ends. The
 /// reasoning, the decisions and the measured cost are in request_parser.cpp.
 #pragma once
 
@@ -21,7 +22,8 @@
 
 namespace droid::http::detail {
 
-/// Framing limits; the defaults are the (and RELIABILITY B1's).
+/// Framing limits; the defaults are those of `droid::http::options` (docs/reliability.md,
+/// B1).
 struct parser_limits {
   std::size_t max_request_line = 8 * 1024;  ///< method + target + version; over: 414
   std::size_t max_header_bytes = 16 * 1024;  ///< the whole header block; over: 431

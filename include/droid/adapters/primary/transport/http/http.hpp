@@ -45,8 +45,8 @@ enum class streaming {
   json,
 };
 
-/// Settings of the HTTP transport; every limit has the default the issue and
-/// RELIABILITY.md ask for.
+/// Settings of the HTTP transport. Every limit is on by default; docs/reliability.md
+/// lists each one, what exceeding it gets, and the test that proves it.
 struct options {
   /// Address to bind. Anything but loopback exposes the server to the network; it is
   /// logged, and Host/Origin checks then rely on `allowed_hosts`/`allowed_origins`.
