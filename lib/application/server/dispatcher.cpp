@@ -76,9 +76,7 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
   // `peer` belongs to the request record, which outlives this frame.
   result.append_json(text, peer.revision, modern);
   text.push_back('}');
-  reply r = reply::response(std::move(text));
-  r.tool_error = result.is_error();
-  co_return r;
+  co_return reply{std::move(text), 0, {}, {}, true, result.is_error()};
 }
 
 }  // namespace
@@ -522,6 +520,7 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
     return std::nullopt;
   }
   if (peer.is_modern()) {
+    if (support == task_support::forbidden) return std::nullopt;
     const bool accepts = peer.has_extension(tasks_extension);
     if (support == task_support::required && !accepts) {
       std::string data = R"({"requiredCapabilities":{"extensions":{)";
@@ -532,7 +531,7 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
                           "request's _meta did not declare the " + std::string(tasks_extension) + " extension",
                           std::move(data));
     }
-    if (support == task_support::forbidden || !accepts || !scope.offer) return std::nullopt;
+    if (!accepts || !scope.offer) return std::nullopt;
     scope.offer->allowed = true;
     detach_first = tool.info.start == task_start::at_once;
     return std::nullopt;

@@ -166,12 +166,12 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
                                std::string(capabilities_key) + " does not declare",
                            std::move(data), 400};
   };
-  const bool accepts_tasks = peer.has_extension(detail::tasks_extension);
-  if (detail::dispatcher::is_task_method(method) && !accepts_tasks) return tasks_refusal(std::string(method));
+  if (detail::dispatcher::is_task_method(method) && !peer.has_extension(detail::tasks_extension))
+    return tasks_refusal(std::string(method));
 
   if (!tool_name.empty()) {
     if (auto tool = srv.find_tool(tool_name)) {
-      if (tool->info.tasks == task_support::required && !accepts_tasks)
+      if (tool->info.tasks == task_support::required && !peer.has_extension(detail::tasks_extension))
         return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
       boost::json::object missing;
       for (const std::string& cap : tool->info.required_capabilities)

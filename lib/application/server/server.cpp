@@ -3,6 +3,7 @@
 /// The server's registries and the list_changed fan-out.
 #include <droid/application/server/server.hpp>
 
+#include <atomic>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -36,8 +37,9 @@ struct server::registry {
   std::vector<std::weak_ptr<session>> sessions;
   std::vector<std::weak_ptr<detail::change_listener>> listeners;
   std::vector<std::function<void(const peer_info&)>> roots_handlers;
-  /// Registered tools that may run as a task.
-  std::size_t task_tools = 0;
+  /// Registered tools that may run as a task. Atomic, and read without the lock: every
+  /// task method and every capability answer asks it.
+  std::atomic<std::size_t> task_tools{0};
 };
 
 namespace {
@@ -134,10 +136,7 @@ boost::json::object server::capabilities(protocol_revision revision) const {
   return caps;
 }
 
-bool server::serves_tasks() const {
-  std::lock_guard lock(registry_->mutex);
-  return registry_->task_tools > 0;
-}
+bool server::serves_tasks() const { return registry_->task_tools.load(std::memory_order_relaxed) > 0; }
 
 std::size_t server::running_tasks() const { return tasks_->running(); }
 
