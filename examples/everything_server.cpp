@@ -19,6 +19,8 @@
 
 #include <boost/describe.hpp>
 
+#include <unistd.h>
+
 #include <droid/droid.hpp>
 
 #include "conformance_tools.hpp"
@@ -322,7 +324,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::cerr << "everything-server " << droid::version_string
+  // The banner is for a person at a terminal; a client that spawns the server reads its
+  // stderr as a log, where a how-to is noise.
+  if (isatty(STDIN_FILENO))
+    std::cerr << "everything-server " << droid::version_string
             << ": serving MCP over stdio (newline-delimited JSON-RPC on stdin/stdout).\n"
                "  Connect a client by letting it spawn this program, e.g.\n"
                "    npx @modelcontextprotocol/inspector " << argv[0] << "\n"
