@@ -263,11 +263,8 @@ void request_runner::impl::announce(const detail::running_task& t) {
   if (t.modern || !standalone || closed) return;
   std::optional<task_record> record = srv.tasks().store().get(t.id, t.owner);
   if (!record) return;
-  std::string params = "{";
-  detail::append_task_members(params, *record, false, false);
-  params += '}';
   std::string buf;
-  ir::append_notification(buf, "notifications/tasks/status", params);
+  ir::append_notification(buf, "notifications/tasks/status", detail::task_object(*record, false, false));
   standalone->send(std::move(buf));
 }
 
@@ -431,9 +428,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
     std::string out = R"({"tasks":[)";
     for (std::size_t i = 0; i < page->tasks.size(); ++i) {
       if (i) out += ',';
-      out += '{';
-      detail::append_task_members(out, page->tasks[i], false, false);
-      out += '}';
+      out += detail::task_object(page->tasks[i], false, false);
     }
     out += ']';
     if (!page->next.empty()) {
@@ -449,12 +444,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
   std::optional<task_record> record = store.get(id, owner);
   if (!record) return not_found(id);
 
-  if (method == "tasks/get") {
-    std::string out = "{";
-    detail::append_task_members(out, *record, modern, modern);
-    out += '}';
-    return reply::ok(std::move(out));
-  }
+  if (method == "tasks/get") return reply::ok(detail::task_object(*record, modern, modern));
 
   if (method == "tasks/cancel") {
     if (is_terminal(record->status)) {
@@ -470,10 +460,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
     if (modern) return reply::ok("{}");
     record = store.get(id, owner);
     if (!record) return not_found(id);
-    std::string out = "{";
-    detail::append_task_members(out, *record, false, false);
-    out += '}';
-    return reply::ok(std::move(out));
+    return reply::ok(detail::task_object(*record, false, false));
   }
 
   if (method == "tasks/update") {

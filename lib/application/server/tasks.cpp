@@ -107,6 +107,13 @@ void append_task_members(std::string& out, const task_record& task, bool modern,
   }
 }
 
+std::string task_object(const task_record& task, bool modern, bool detailed) {
+  std::string out = "{";
+  append_task_members(out, task, modern, detailed);
+  out += '}';
+  return out;
+}
+
 std::string with_related_task(std::string_view params_json, std::string_view task_id) {
   boost::json::value params;
   std::string error;

@@ -73,6 +73,9 @@ class task_engine {
 /// or 2025-11-25 clients read them. `detailed` (2026 `tasks/get`) inlines the
 /// outstanding questions, the result or the error.
 void append_task_members(std::string& out, const task_record& task, bool modern, bool detailed);
+/// The same members as one JSON object (a `tasks/get` result, a status notification's
+/// params, an entry of `tasks/list`).
+[[nodiscard]] std::string task_object(const task_record& task, bool modern, bool detailed);
 
 /// Adds `_meta["io.modelcontextprotocol/related-task"] = {taskId}` to the params object
 /// `params_json` (keeping any `_meta` it has). Returns the params unchanged when they
