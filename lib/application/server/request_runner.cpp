@@ -176,17 +176,14 @@ std::optional<exchange_result> runner_call::settle_now(std::string_view method, 
                                                       std::string& key) {
   if (task) return settle_task_question(method, key);
   if (peer->is_modern()) return settle_round(method, params_json, key);
-  const auto refused = [](std::error_code condition, std::string why) {
-    return exchange_result(exchange_error{condition, 0, std::move(why), {}});
-  };
-  if (state.closed) return refused(make_error_code(errc::session_ended), "the session ended before the peer answered");
+  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the peer answered");
   if (!stream)
-    return refused(make_error_code(errc::exchange_refused),
+    return detail::refusal(errc::exchange_refused,
                    "this request has no stream to carry a question to the client");
   if (std::string why = stream->exchange_refusal(); !why.empty())
-    return refused(make_error_code(errc::exchange_refused), std::move(why));
+    return detail::refusal(errc::exchange_refused, std::move(why));
   if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return refused(make_error_code(errc::exchange_refused),
+    return detail::refusal(errc::exchange_refused,
                    "the client did not declare the `" + std::string(cap) + "` capability " +
                        std::string(detail::where_declared(*peer)) + ", so it cannot be asked " + std::string(method));
   return std::nullopt;
@@ -501,9 +498,9 @@ void request_runner::answer_task(const std::string& id,
   impl_->answer_task(id, answers);
 }
 
-void request_runner::cancel_task(const std::string& id) {
+void request_runner::stop_task(const std::string& id) {
   auto keep_alive = shared_from_this();
-  impl_->cancel_task(id, true);
+  impl_->stop_task(id);
 }
 
 void request_runner::forget_forwarded(const ir::request_id& key) { impl_->forwarded.erase(key); }

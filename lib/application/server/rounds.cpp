@@ -44,10 +44,6 @@
 namespace droid {
 namespace {
 
-exchange_result refused(errc condition, std::string why) {
-  return exchange_result(exchange_error{make_error_code(condition), 0, std::move(why), {}});
-}
-
 std::uint64_t question_hash(std::string_view method, std::string_view params) noexcept {
   return detail::stable_hash(params, detail::stable_hash(method));
 }
@@ -85,20 +81,20 @@ detail::round_memory& runner_call::memory() {
 
 std::optional<exchange_result> runner_call::settle_round(std::string_view method, std::string_view params_json,
                                                          std::string& key) {
-  if (state.closed) return refused(errc::session_ended, "the session ended before the peer answered");
+  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the peer answered");
   if (!rounds)
-    return refused(errc::exchange_refused,
+    return detail::refusal(errc::exchange_refused,
                    "this request cannot ask the client anything: in MCP " + peer->protocol_version +
                        " only tools/call, prompts/get and resources/read may answer input_required");
   if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return refused(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
+    return detail::refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
                                                std::string(detail::where_declared(*peer)) +
                                                ", so it cannot be asked " + std::string(method));
   ++ordinal;
   if (key.empty()) key = detail::default_question_key(method, ordinal);
   for (const detail::pending_question& q : pending)
     if (q.key == key)
-      return refused(errc::exchange_refused, "two questions of this request are named `" + key +
+      return detail::refusal(errc::exchange_refused, "two questions of this request are named `" + key +
                                                  "` at once: a key names one question of a request");
   if (!remembered) return std::nullopt;
   detail::round_memory& m = *remembered;
@@ -146,7 +142,7 @@ void runner_call::withdraw_question(std::int64_t question_id) {
     pending.erase(it);
     state.askers.erase(question_id);
     auto keep_alive = owner.shared_from_this();
-    *w->slot = refused(errc::cancelled, "the request was cancelled before the client answered");
+    *w->slot = detail::refusal(errc::cancelled, "the request was cancelled before the client answered");
     w->handle.resume();
     return;
   }

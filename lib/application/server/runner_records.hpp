@@ -32,6 +32,7 @@
 #include <droid/application/server/peer_info.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/tool_context.hpp>
+#include <droid/domain/errc.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
 #include "dispatcher.hpp"
@@ -39,6 +40,12 @@
 
 namespace droid {
 namespace detail {
+
+/// The outcome of a question that is refused or withdrawn before any answer: why, as
+/// the tool will read it.
+inline exchange_result refusal(errc condition, std::string why) {
+  return exchange_result(exchange_error{make_error_code(condition), 0, std::move(why), {}});
+}
 
 /// Rewrites what a resumed tool's context says about the request it serves (the
 /// retry's id and progress token). Why a friend and not a setter: only the runner may
@@ -297,9 +304,10 @@ struct request_runner::impl {
   /// Applies answers of `tasks/update` that the store took (posted by whichever shard
   /// served it).
   void answer_task(const std::string& id, std::vector<std::pair<std::string, boost::json::value>>& answers);
-  /// Stops task `id`'s tool: cancelled (`by_request`, `tasks/cancel`) or failed (its
-  /// time to live passed).
-  void cancel_task(const std::string& id, bool by_request);
+  /// Stops task `id`'s tool, whose end the store records already (cancelled by
+  /// `tasks/cancel`, failed when its time to live passed): the tool's own end no longer
+  /// changes it.
+  void stop_task(const std::string& id);
   /// Sends `notifications/tasks/status` (2025, optional in MCP) on the session's stream.
   void announce(const detail::running_task& t);
   /// Ends every task on this runner (it is closing): a 2025 session's tasks go with it,

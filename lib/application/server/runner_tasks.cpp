@@ -40,10 +40,6 @@
 namespace droid {
 namespace {
 
-exchange_result refused(errc condition, std::string why) {
-  return exchange_result(exchange_error{make_error_code(condition), 0, std::move(why), {}});
-}
-
 /// The task's id from a task method's params (a string), or empty.
 std::string task_id_of(const ir::json_node* params) {
   ir::json_node v;
@@ -156,22 +152,28 @@ bool runner_call::become_task(std::string& refusal) {
   task->expiry.emplace(state.executor, record.ttl);
   task->expiry->async_wait([weak = owner.weak_from_this(), tid = task->id](std::error_code ec) {
     if (ec) return;
-    if (auto runner = weak.lock()) runner->impl_->cancel_task(tid, false);
+    std::shared_ptr<request_runner> runner = weak.lock();
+    if (!runner) return;
+    // The status first: a tool that finishes while it unwinds must not overwrite it.
+    (void)runner->impl_->srv.tasks().store().finish(
+        tid, task_status::failed, {}, error_object(-32603, "Internal error: the task outlived its time to live", {}),
+        "the task outlived its time to live");
+    runner->impl_->stop_task(tid);
   });
   if (!modern) state.announce(*task);
   return true;
 }
 
 std::optional<exchange_result> runner_call::settle_task_question(std::string_view method, std::string& key) {
-  if (state.closed) return refused(errc::session_ended, "the session ended before the client answered");
+  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the client answered");
   if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return refused(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
+    return detail::refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
                                                std::string(detail::where_declared(*peer)) +
                                                ", so its task cannot ask it " + std::string(method));
-  if (!task->question_refusal.empty()) return refused(errc::exchange_refused, task->question_refusal);
+  if (!task->question_refusal.empty()) return detail::refusal(errc::exchange_refused, task->question_refusal);
   if (task->modern && !key.empty() &&
       std::find(task->used_keys.begin(), task->used_keys.end(), key) != task->used_keys.end())
-    return refused(errc::exchange_refused,
+    return detail::refusal(errc::exchange_refused,
                    "the question key `" + key + "` was used already in this task (a key names one question)");
   return std::nullopt;
 }
@@ -235,14 +237,14 @@ void runner_call::withdraw_task_question(std::int64_t question_id) {
   auto keep_alive = owner.shared_from_this();
   if (!t.modern) {
     // The router's entry goes too; `resolve` finds the question gone and resumes.
-    state.resolve(question_id, refused(errc::cancelled, "the task was cancelled before the client answered"));
+    state.resolve(question_id, detail::refusal(errc::cancelled, "the task was cancelled before the client answered"));
     return;
   }
   detail::exchange_waiter* w = q->waiter;
   (void)state.srv.tasks().store().answered(t.id, {q->key});
   t.questions.erase(q);
   state.askers.erase(question_id);
-  *w->slot = refused(errc::cancelled, "the task was cancelled before the client answered");
+  *w->slot = detail::refusal(errc::cancelled, "the task was cancelled before the client answered");
   w->handle.resume();
 }
 
@@ -300,19 +302,11 @@ void request_runner::impl::finish_task(runner_call& c, std::exception_ptr failur
   for (const detail::task_watcher& w : t.watchers) w.bell->cancel();
 }
 
-void request_runner::impl::cancel_task(const std::string& id, bool by_request) {
+void request_runner::impl::stop_task(const std::string& id) {
   auto it = tasks.find(ir::request_id(id));
   if (it == tasks.end()) return;
   runner_call& c = it->second;
   if (c.cancelled) return;
-  // The status first: a tool that finishes while it unwinds must not overwrite it.
-  if (by_request) {
-    (void)srv.tasks().store().finish(id, task_status::cancelled, {}, {}, "The task was cancelled by request.");
-  } else {
-    (void)srv.tasks().store().finish(id, task_status::failed, {},
-                                     error_object(-32603, "Internal error: the task outlived its time to live", {}),
-                                     "the task outlived its time to live");
-  }
   c.cancelled = true;
   std::stop_source stop = c.stop;
   stop.request_stop();
@@ -456,7 +450,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
     }
     (void)store.finish(id, task_status::cancelled, {}, {}, "The task was cancelled by request.");
     if (std::shared_ptr<request_runner> runner = srv.tasks().runner_of(id))
-      asio::post(runner->executor(), [runner, id] { runner->cancel_task(id); });
+      asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
     if (modern) return reply::ok("{}");
     record = store.get(id, owner);
     if (!record) return not_found(id);

@@ -116,10 +116,11 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   void forget_forwarded(const ir::request_id& key);
 
   /// Applies answers a client gave in `tasks/update` to the questions task `id` waits on
-  /// here, and ends task `id` (engine internal: whichever shard served the request posts
-  /// these to the runner that runs the task). Unknown tasks are ignored.
+  /// here, and stops task `id`'s tool once `tasks/cancel` has recorded it cancelled
+  /// (engine internal: whichever shard served the request posts these to the runner that
+  /// runs the task). Unknown tasks are ignored.
   void answer_task(const std::string& id, std::vector<std::pair<std::string, boost::json::value>> answers);
-  void cancel_task(const std::string& id);
+  void stop_task(const std::string& id);
   /// Where a task sends what concerns no request (its progress, its status): the
   /// session's own stream, which the session keeps current (null: none).
   void set_standalone(std::shared_ptr<outbound> out);
