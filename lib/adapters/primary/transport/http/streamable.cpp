@@ -229,8 +229,20 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
 }
 
 task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, const std::string_view* version) {
-  // Nothing to hand a notification or an answer to: no session holds a request that
-  // could be cancelled or a question that waits.
+  // No session holds a request that a notification could cancel or a question that an
+  // answer could settle. Saying 202 to those would claim they were acted on: they are
+  // refused instead, naming what does work. Other notifications (initialized, roots
+  // changed) are accepted: there is nothing they need to reach.
+  if (msg.is_response())
+    co_return co_await c.reply_rpc_error(
+        400, ir::errc::invalid_request,
+        "Bad Request: this server is stateless (http::options::stateless) and never asks the client anything, "
+        "so no question waits for this answer");
+  if (msg.is_notification() && msg.method() == "notifications/cancelled")
+    co_return co_await c.reply_rpc_error(
+        400, ir::errc::invalid_request,
+        "Bad Request: this server is stateless (http::options::stateless), so notifications/cancelled cannot "
+        "find the request it names; close the request's connection to cancel it");
   if (!msg.is_request()) co_return co_await c.reply(202, {}, {});
   if (msg.method() == "initialize") {
     const initialize_answer answer = answer_initialize(st_.srv, msg.params());
