@@ -2,8 +2,10 @@
 #include "connection.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <asio/post.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/write.hpp>
 
 #include <droid/application/spawn.hpp>
@@ -14,6 +16,24 @@
 namespace droid::http::detail {
 
 using asio::ip::tcp;
+
+/// A TLS session over a connection's socket. The context is held so that a reload
+/// cannot free it under a live session.
+struct tls_stream {
+  tls_stream(tcp::socket& socket, std::shared_ptr<asio::ssl::context> c) : context(std::move(c)), stream(socket, *context) {}
+  std::shared_ptr<asio::ssl::context> context;
+  asio::ssl::stream<tcp::socket&> stream;
+};
+
+void connection_core::set_tls(std::shared_ptr<asio::ssl::context> tls) {
+  std::lock_guard lock(tls_mutex_);
+  tls_ = std::move(tls);
+}
+
+std::shared_ptr<asio::ssl::context> connection_core::tls() const {
+  std::lock_guard lock(tls_mutex_);
+  return tls_;
+}
 
 void connection_core::bind() {
   asio::io_context& io0 = shards.front()->io;
@@ -54,7 +74,7 @@ void connection_core::start_accept() {
       socket.close(ignored);
     } else {
       auto exec = socket.get_executor();
-      auto c = std::make_shared<connection>(*this, *home, std::move(socket));
+      auto c = std::make_shared<connection>(*this, *home, std::move(socket), tls());
       {
         std::lock_guard lock(closers_mutex_);
         c->closer = closers_.insert(closers_.end(), [exec, weak = std::weak_ptr<connection>(c)] {
@@ -110,7 +130,8 @@ void connection_core::close_connections() {
   for (auto& close : closers_) close();
 }
 
-connection::connection(connection_core& core, shard& home, tcp::socket socket)
+connection::connection(connection_core& core, shard& home, tcp::socket socket,
+                       std::shared_ptr<asio::ssl::context> tls)
     : core_(core),
       keep_(core.hold()),
       home_(home),
@@ -122,6 +143,7 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket)
   const auto local = socket_.local_endpoint(ec);
   local_is_loopback_ = !ec && local.address().is_loopback();
   socket_.set_option(tcp::no_delay(true), ec);
+  if (tls) tls_ = std::make_unique<tls_stream>(socket_, std::move(tls));
 }
 
 connection::~connection() { --core_.connection_count_; }
@@ -142,6 +164,10 @@ void connection::expire() noexcept {
 }
 
 task<bool> connection::write(std::string_view data) {
+  if (tls_) {
+    auto [ec, n] = co_await asio::async_write(tls_->stream, asio::buffer(data), use_task);
+    co_return !ec;
+  }
   auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data), use_task);
   co_return !ec;
 }
@@ -150,7 +176,10 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
                              std::string_view extra) {
   // Written here rather than through write(): one coroutine frame less per request.
   const std::string text = response(status, content_type, body, close || closing_, extra);
-  auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(text), use_task);
+  std::error_code ec;
+  std::size_t n = 0;
+  if (tls_) std::tie(ec, n) = co_await asio::async_write(tls_->stream, asio::buffer(text), use_task);
+  else std::tie(ec, n) = co_await asio::async_write(socket_, asio::buffer(text), use_task);
   co_return !ec && !close && !closing_;
 }
 
@@ -200,6 +229,16 @@ task<void> connection::run() {
     ~unlink_on_exit() { c->home_.unlink(c); }
   } unlink{this};
 
+  if (tls_) {
+    // The handshake is part of the first request's headers as far as time goes: a
+    // client that stalls in it (or speaks plain HTTP to this port, which OpenSSL refuses
+    // at once) is closed within the header timeout, without an HTTP answer it could not
+    // read anyway.
+    arm(opts.header_timeout);
+    const std::error_code ec = co_await tls_->stream.async_handshake(asio::ssl::stream_base::server, use_task);
+    if (ec) co_return;
+  }
+
   for (;;) {
     // Read and parse until one whole request is here. The deadline is the idle timeout
     // while nothing of a request has arrived, then the header timeout, then a body
@@ -240,7 +279,10 @@ task<void> connection::run() {
       // Read into a fixed buffer and append what arrived: growing `buf` by a whole chunk
       // before each read zero-fills 16 KiB that is then overwritten, which callgrind showed
       // as a fifth of the instructions of a small request (scripts/bench).
-      auto [ec, n] = co_await socket_.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
+      std::error_code ec;
+      std::size_t n = 0;
+      if (tls_) std::tie(ec, n) = co_await tls_->stream.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
+      else std::tie(ec, n) = co_await socket_.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
       buf.append(read_buffer_.get(), n);
       if (ec) {
         if (timed_out_ && !parser_.idle()) co_await reply(408, {}, {}, true);

@@ -44,6 +44,10 @@
 #include "responses.hpp"
 #include "stream.hpp"
 
+namespace asio::ssl {
+class context;
+}
+
 namespace droid::http::detail {
 
 /// A connection as the deadline sweep sees it: when it must be done by, and how to stop
@@ -151,6 +155,10 @@ class connection_core {
   /// The keep-alive token of `start`, for what the endpoints post (may be empty once the
   /// listener is gone).
   [[nodiscard]] std::shared_ptr<void> hold() const { return keep_.lock(); }
+  /// The TLS context new connections get (null: plain HTTP). Swapped by a reload; each
+  /// connection keeps the one it was accepted with.
+  void set_tls(std::shared_ptr<asio::ssl::context> tls);
+  [[nodiscard]] std::shared_ptr<asio::ssl::context> tls() const;
 
   std::vector<std::unique_ptr<shard>> shards;
 
@@ -174,7 +182,11 @@ class connection_core {
   /// Every live connection's "close now" hook, so a stop can end idle keep-alives.
   std::mutex closers_mutex_;
   std::list<std::function<void()>> closers_;
+  mutable std::mutex tls_mutex_;
+  std::shared_ptr<asio::ssl::context> tls_;
 };
+
+struct tls_stream;
 
 /// One accepted TCP connection and the requests it carries, and what endpoints use to
 /// answer them: plain responses, one JSON document from a sink, an event stream.
@@ -183,7 +195,10 @@ class connection_core {
 /// shard's thread.
 class connection final : public std::enable_shared_from_this<connection>, private deadline_hook {
  public:
-  connection(connection_core& core, shard& home, asio::ip::tcp::socket socket);
+  /// `tls`, when not null, makes this an HTTPS connection: the handshake comes first,
+  /// within the header timeout.
+  connection(connection_core& core, shard& home, asio::ip::tcp::socket socket,
+             std::shared_ptr<asio::ssl::context> tls);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -239,6 +254,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   std::shared_ptr<void> keep_;
   shard& home_;
   asio::ip::tcp::socket socket_;
+  /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the
+  /// socket and not a second connection type: deadlines, the close watch and closing
+  /// all work on the TCP socket either way, and only reading and writing differ.
+  std::unique_ptr<tls_stream> tls_;
   /// Where reads land before they are appended to the parse buffer.
   std::unique_ptr<char[]> read_buffer_;
   request_parser parser_;

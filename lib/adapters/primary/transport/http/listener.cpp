@@ -28,6 +28,7 @@
 #include "checks.hpp"
 #include "connection.hpp"
 #include "endpoints.hpp"
+#include "tls.hpp"
 
 namespace droid::http {
 
@@ -179,6 +180,12 @@ void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
     local->shard_count = n;
     l.state.sessionless.push_back(std::move(local));
   }
+  // Before binding: a bad certificate is a start-up error, not a port that refuses
+  // every handshake.
+  const bool chain = !l.opts.tls_certificate_chain.empty(), key = !l.opts.tls_private_key.empty();
+  if (chain != key)
+    throw std::invalid_argument("http::listener: TLS needs both tls_certificate_chain and tls_private_key");
+  if (chain) l.core.set_tls(detail::make_tls_context(l.opts.tls_certificate_chain, l.opts.tls_private_key));
   l.core.bind();
   l.reaper.emplace(*contexts.front());
 }
@@ -219,7 +226,13 @@ std::uint16_t listener::port() const noexcept { return impl_->core.port(); }
 std::string listener::url() const {
   const std::string& h = impl_->opts.host;
   const bool v6 = h.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(port()) + impl_->opts.path;
+  const char* scheme = impl_->core.tls() ? "https://" : "http://";
+  return scheme + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(port()) + impl_->opts.path;
+}
+
+void listener::reload_tls() {
+  if (!impl_->core.tls()) throw std::logic_error("http::listener::reload_tls: this listener serves plain HTTP");
+  impl_->core.set_tls(detail::make_tls_context(impl_->opts.tls_certificate_chain, impl_->opts.tls_private_key));
 }
 
 void listener::start() {
@@ -250,6 +263,7 @@ std::size_t listener::connections() const { return impl_->core.connections(); }
 
 int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
   std::signal(SIGPIPE, SIG_IGN);
+  const bool opts_tls_empty = opts.tls_certificate_chain.empty();
   listener l(srv, std::move(opts));
   if (on_ready) on_ready(l);
   // Signals are watched on a thread of their own so that every shard stays a plain
@@ -259,9 +273,28 @@ int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
   signals.async_wait([&l](const std::error_code& ec, int) {
     if (!ec) l.stop();
   });
+  // SIGHUP, the usual "reread your configuration", renews the certificate.
+  asio::signal_set reloads(signal_io);
+  std::function<void()> await_reload = [&] {
+    reloads.async_wait([&](const std::error_code& ec, int) {
+      if (ec) return;
+      try {
+        l.reload_tls();
+        srv.log("http: TLS certificate reloaded");
+      } catch (const std::exception& e) {
+        srv.log(std::string("http: TLS reload failed, keeping the old certificate: ") + e.what());
+      }
+      await_reload();
+    });
+  };
+  if (!opts_tls_empty) {
+    reloads.add(SIGHUP);
+    await_reload();
+  }
   std::thread watcher([&signal_io] { signal_io.run(); });
   l.run();
   signals.cancel();
+  reloads.cancel();
   signal_io.stop();
   watcher.join();
   return 0;

@@ -83,6 +83,12 @@ struct options {
   std::string legacy_sse_path = "/sse";
   std::string legacy_messages_path = "/messages";
 
+  /// HTTPS on the same listener: the PEM files of the certificate chain (leaf first) and
+  /// of its private key. Both empty (the default): plain HTTP. TLS 1.2 or later, ALPN
+  /// `http/1.1`; `listener::reload_tls()` (SIGHUP under `serve()`) reads them again.
+  std::string tls_certificate_chain{};
+  std::string tls_private_key{};
+
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
   /// Origins accepted besides loopback ones (e.g. "https://app.example.com").
@@ -148,8 +154,13 @@ class listener {
 
   /// The bound port.
   [[nodiscard]] std::uint16_t port() const noexcept;
-  /// `http://host:port/path`.
+  /// `http://host:port/path`, or `https://` with TLS.
   [[nodiscard]] std::string url() const;
+  /// Reads `tls_certificate_chain` and `tls_private_key` again, for a renewed
+  /// certificate: new connections get it, live ones keep the one they began with, so
+  /// nothing is dropped. Throws `std::runtime_error` (and keeps serving the old one) when
+  /// the files are unreadable or do not match, `std::logic_error` without TLS.
+  void reload_tls();
 
   /// Serves until `stop()`; returns once every shard has drained. Only for a listener
   /// with contexts of its own (throws `std::logic_error` otherwise).
@@ -183,8 +194,9 @@ class listener {
   std::shared_ptr<impl> impl_;
 };
 
-/// Binds, prints nothing, serves until SIGINT or SIGTERM, then stops gracefully.
-/// Returns the process exit status (0 after a clean stop).
+/// Binds, prints nothing, serves until SIGINT or SIGTERM, then stops gracefully; with TLS,
+/// SIGHUP reloads the certificate (`listener::reload_tls`; a failed reload is logged and
+/// the old certificate kept). Returns the process exit status (0 after a clean stop).
 int serve(droid::server& srv, options opts, void (*on_ready)(const listener&) = nullptr);
 
 }  // namespace droid::http
