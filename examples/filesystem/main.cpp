@@ -112,7 +112,15 @@ droid::task<void> refresh_roots(droid::tool_context& ctx, state& st) {
     co_return;
   }
   std::vector<std::string> uris;
-  for (const droid::root& r : roots.value()) uris.push_back(r.uri);
+  for (const droid::root& r : roots.value()) {
+    // MCP roots are file:// URIs; the reference's SDK refuses a whole answer that has
+    // another, and so keeps the directories it had.
+    if (!r.uri.starts_with("file://")) {
+      std::cerr << "Failed to request roots from client: root URI " << r.uri << " does not start with file://\n";
+      co_return;
+    }
+    uris.push_back(r.uri);
+  }
   (void)st.allowed.set_from_roots(uris);
 }
 
@@ -508,8 +516,8 @@ void register_tools(droid::server& server, state& st) {
                    R"({"type":"object","properties":{}})", true),
               [&st](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
                 co_await refresh_roots(ctx, st);
-                std::string text = "Allowed directories:";
-                for (const std::string& d : st.allowed.list()) text += "\n" + d;
+                std::string text = "Allowed directories:\n";
+                for (const std::string& d : st.allowed.list()) text += (&d == &st.allowed.list().front() ? "" : "\n") + d;
                 co_return text_result(std::move(text));
               });
 }
