@@ -158,10 +158,7 @@ std::string random_hex() {
   return out;
 }
 
-void write_all(const std::string& path, std::string_view content, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0) throw system_error(errno, "open", path);
-  fd_guard guard{fd};
+void write_fd(int fd, std::string_view content) {
   while (!content.empty()) {
     const ssize_t n = ::write(fd, content.data(), content.size());
     if (n < 0) {
@@ -170,6 +167,13 @@ void write_all(const std::string& path, std::string_view content, int flags) {
     }
     content.remove_prefix(static_cast<std::size_t>(n));
   }
+}
+
+void write_all(const std::string& path, std::string_view content, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd < 0) throw system_error(errno, "open", path);
+  fd_guard guard{fd};
+  write_fd(fd, content);
 }
 
 /// Reads from an open descriptor until EOF or until `enough` says stop.
@@ -416,15 +420,11 @@ std::string allowed_directories::resolve_missing(const std::string& absolute) co
   std::vector<std::string> parts = split(relative(*base, absolute), '/');
   std::erase(parts, std::string());
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    // An exact match of the component in its directory; not there means nothing below
-    // exists yet, so no symlink is left to follow.
-    bool found = false;
-    for (const dir_entry& e : fsx::list(current)) {
-      if (e.name == parts[i]) {
-        found = true;
-        break;
-      }
-    }
+    // The component by its exact name (lstat: a dangling symlink exists too); not there
+    // means nothing below exists yet, so no symlink is left to follow.
+    struct stat st {};
+    const bool found = ::lstat(join(current, parts[i]).c_str(), &st) == 0;
+    if (!found && errno != ENOENT) throw system_error(errno, "scandir", current);
     if (!found) {
       std::string out = current;
       for (std::size_t j = i; j < parts.size(); ++j) out = join(out, parts[j]);
@@ -588,8 +588,11 @@ std::string head_lines(const std::string& path, double n) {
   // less takes none.
   const std::size_t want = n <= 0 ? 0 : static_cast<std::size_t>(std::ceil(n));
   if (want == 0) return {};
+  std::size_t seen = 0, counted = 0;
   const std::string data = read_fd(fd.fd, [&](const std::string& d) {
-    return static_cast<std::size_t>(std::count(d.begin(), d.end(), '\n')) >= want;
+    seen += static_cast<std::size_t>(std::count(d.begin() + static_cast<std::ptrdiff_t>(counted), d.end(), '\n'));
+    counted = d.size();
+    return seen >= want;
   });
   std::vector<std::string> lines = split(decode_utf8(data), '\n');
   if (lines.back().empty()) lines.pop_back();  // the text after the last newline, if any
@@ -642,15 +645,16 @@ void replace_file(const std::string& path, std::string_view content) {
 }
 
 void write_text(const std::string& path, std::string_view content) {
-  // O_EXCL: a symlink planted at the path after validation is not written through.
+  // O_EXCL: a symlink planted at the path after validation is not written through; the
+  // new file is written through the descriptor that created it, for the same reason.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
     if (errno != EEXIST) throw system_error(errno, "open", path);
     replace_file(path, content);
     return;
   }
-  ::close(fd);
-  write_all(path, content, O_TRUNC);
+  fd_guard guard{fd};
+  write_fd(fd, content);
 }
 
 void make_directories(const std::string& path) {
