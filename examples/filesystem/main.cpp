@@ -5,6 +5,7 @@
 // line or by the client's roots. examples/filesystem/README.md says how to run it and
 // where it differs; test/filesystem/differential.mjs compares the two.
 #include <atomic>
+#include <chrono>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -101,14 +102,26 @@ struct state {
   std::atomic<bool> roots_wanted{true};
 };
 
+/// How long a tool waits for the client's roots before it goes on with the directories
+/// it has. Why a limit: the reference asks in the background and never holds a tool
+/// call for the answer; a client that declared roots but does not answer must not stall
+/// every call here.
+constexpr std::chrono::seconds roots_wait{5};
+
 /// Lists the client's roots when they are due and the client declared them, replacing
-/// the allowed directories with those that are directories. A failed question keeps the
-/// current list, as the reference does.
+/// the allowed directories with those that are directories. A refused or unanswered
+/// question keeps the current list, as the reference does; a call cancelled while it
+/// waited leaves the roots due, so the next call asks again.
+/// Calls that arrive while one call waits for the roots go on with the current list,
+/// as calls racing the reference's background question do.
 droid::task<void> refresh_roots(droid::tool_context& ctx, state& st) {
   if (!ctx.peer().has_capability("roots") || !st.roots_wanted.exchange(false)) co_return;
-  auto roots = co_await ctx.list_roots();
+  droid::deadline limit(ctx.executor(), roots_wait);
+  auto roots = co_await ctx.list_roots(limit.token());
   if (!roots) {
-    std::cerr << "Failed to request roots from client: " << roots.error().message << '\n';
+    if (roots.error().condition == droid::errc::cancelled && !limit.expired()) st.roots_wanted = true;
+    std::cerr << "Failed to request roots from client: "
+              << (limit.expired() ? "no answer within 5 seconds" : roots.error().message) << '\n';
     co_return;
   }
   std::vector<std::string> uris;

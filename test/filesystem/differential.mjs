@@ -156,7 +156,13 @@ async function connect(kind, args, roots) {
   const capabilities = roots ? { roots: { listChanged: true } } : {};
   const client = new Client({ name: 'differential', version: '1.0.0' }, { capabilities });
   let rootsAsked = 0;
-  if (roots) client.setRequestHandler(ListRootsRequestSchema, () => { rootsAsked++; return { roots: roots() }; });
+  if (roots) {
+    client.setRequestHandler(ListRootsRequestSchema, () => {
+      rootsAsked++;
+      const r = roots();
+      return r === 'never' ? new Promise(() => {}) : { roots: r };
+    });
+  }
   await client.connect(transport);
   return { client, rootsAsked: () => rootsAsked };
 }
@@ -446,8 +452,20 @@ async function runNoDirectories(kind) {
   return out;
 }
 
+/// A client that declares roots but never answers roots/list: the tools still run, on
+/// the directories from the arguments (ours waits 5 s for the answer first).
+async function runUnansweredRoots(kind) {
+  const dir = freshCopy(`unanswered-${kind}`);
+  const { client } = await connect(kind, [join(dir, 'root')], () => 'never');
+  const out = [];
+  out.push(['unanswered roots: the arguments stay', normalise(await call(client, 'list_allowed_directories', {}), dir)]);
+  out.push(['unanswered roots: and are used', normalise(await call(client, 'read_text_file', { path: 'a.txt' }), dir)]);
+  await client.close();
+  return out;
+}
+
 async function compareRoots() {
-  for (const run of [runRoots, runNoDirectories]) {
+  for (const run of [runRoots, runNoDirectories, runUnansweredRoots]) {
     const a = await run('reference');
     const b = await run('ours');
     for (let i = 0; i < a.length; i++) compareResults(a[i][0], undefined, a[i][1], b[i][1]);
