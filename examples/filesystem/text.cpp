@@ -288,28 +288,47 @@ bool match_class(std::string_view p, std::size_t pi, std::string_view c, std::si
   return false;
 }
 
-bool match_segment(std::string_view p, std::string_view s) {
-  if (p.empty()) return s.empty();
-  if (p[0] == '*') {
-    std::size_t k = 0;
-    while (k < p.size() && p[k] == '*') ++k;
-    for (std::size_t i = 0; i <= s.size(); i += (i < s.size() ? cp_len(s, i) : 1))
-      if (match_segment(p.substr(k), s.substr(i))) return true;
-    return false;
-  }
-  if (s.empty()) return false;
-  const std::size_t n = cp_len(s, 0);
-  if (p[0] == '?') return match_segment(p.substr(1), s.substr(n));
-  if (p[0] == '[') {
+/// Whether the pattern element at `p[pi]` (`?`, a bracket, an escaped or a plain
+/// character) matches the one character `c`; `len` is the element's length.
+bool match_one(std::string_view p, std::size_t pi, std::string_view c, std::size_t& len) {
+  if (p[pi] == '?') return len = 1, true;
+  if (p[pi] == '[') {
     std::size_t end = 0;
-    const bool hit = match_class(p, 0, s.substr(0, n), end);
-    if (end) return hit && match_segment(p.substr(end), s.substr(n));
+    const bool hit = match_class(p, pi, c, end);
+    if (end) return len = end - pi, hit;
   }
-  std::size_t lit = 0;
-  if (p[0] == '\\' && p.size() > 1) lit = 1;
-  const std::size_t m = cp_len(p, lit);
-  if (p.substr(lit, m) != s.substr(0, n)) return false;
-  return match_segment(p.substr(lit + m), s.substr(n));
+  const std::size_t lit = p[pi] == '\\' && pi + 1 < p.size() ? pi + 1 : pi;
+  const std::size_t n = cp_len(p, lit);
+  len = lit + n - pi;
+  return p.substr(lit, n) == c;
+}
+
+/// One path segment against one pattern segment. Why this loop and not recursion on
+/// each `*`: a pattern such as `*a*a*a*a*b` would take exponential time on a long name;
+/// resuming from the last star only is linear in each star and gives the same answer.
+bool match_segment(std::string_view p, std::string_view s) {
+  std::size_t pi = 0, si = 0, star_p = std::string_view::npos, star_s = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && p[pi] == '*') {
+      while (pi < p.size() && p[pi] == '*') ++pi;
+      star_p = pi;
+      star_s = si;
+      continue;
+    }
+    const std::size_t n = cp_len(s, si);
+    std::size_t len = 0;
+    if (pi < p.size() && match_one(p, pi, s.substr(si, n), len)) {
+      pi += len;
+      si += n;
+      continue;
+    }
+    if (star_p == std::string_view::npos) return false;
+    star_s += cp_len(s, star_s);
+    si = star_s;
+    pi = star_p;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
 }
 
 bool match_segments(const std::vector<std::string>& pat, std::size_t pi, const std::vector<std::string>& file,
