@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -15,6 +16,9 @@
 #include <ctime>
 #include <iostream>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,22 +37,14 @@ struct errno_text {
   const char* text;
 };
 constexpr errno_text errno_texts[] = {
-    {ENOENT, "ENOENT", "no such file or directory"},
-    {EISDIR, "EISDIR", "illegal operation on a directory"},
-    {ENOTDIR, "ENOTDIR", "not a directory"},
-    {EEXIST, "EEXIST", "file already exists"},
-    {EACCES, "EACCES", "permission denied"},
-    {EPERM, "EPERM", "operation not permitted"},
-    {ENOTEMPTY, "ENOTEMPTY", "directory not empty"},
-    {ELOOP, "ELOOP", "too many symbolic links encountered"},
-    {ENAMETOOLONG, "ENAMETOOLONG", "name too long"},
-    {EXDEV, "EXDEV", "cross-device link not permitted"},
-    {EINVAL, "EINVAL", "invalid argument"},
-    {EBUSY, "EBUSY", "resource busy or locked"},
-    {ENOSPC, "ENOSPC", "no space left on device"},
-    {EROFS, "EROFS", "read-only file system"},
-    {EMFILE, "EMFILE", "too many open files"},
-    {EIO, "EIO", "i/o error"},
+    {ENOENT, "ENOENT", "no such file or directory"}, {EISDIR, "EISDIR", "illegal operation on a directory"},
+    {ENOTDIR, "ENOTDIR", "not a directory"},         {EEXIST, "EEXIST", "file already exists"},
+    {EACCES, "EACCES", "permission denied"},         {EPERM, "EPERM", "operation not permitted"},
+    {ENOTEMPTY, "ENOTEMPTY", "directory not empty"}, {ELOOP, "ELOOP", "too many symbolic links encountered"},
+    {ENAMETOOLONG, "ENAMETOOLONG", "name too long"}, {EXDEV, "EXDEV", "cross-device link not permitted"},
+    {EINVAL, "EINVAL", "invalid argument"},          {EBUSY, "EBUSY", "resource busy or locked"},
+    {ENOSPC, "ENOSPC", "no space left on device"},   {EROFS, "EROFS", "read-only file system"},
+    {EMFILE, "EMFILE", "too many open files"},       {EIO, "EIO", "i/o error"},
 };
 
 /// Closes a descriptor on every way out of a read or a write.
@@ -64,8 +60,8 @@ bool is_js_space(std::string_view s, std::size_t i, std::size_t& len) {
   len = 1;
   if (c == ' ' || (c >= '\t' && c <= '\r')) return true;
   // The non-ASCII white space JavaScript's \s and trim() know, in UTF-8.
-  static constexpr std::string_view wide[] = {"\xC2\xA0", "\xEF\xBB\xBF", "\xE1\x9A\x80", "\xE2\x80\xA8", "\xE2\x80\xA9",
-                                              "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
+  static constexpr std::string_view wide[] = {"\xC2\xA0",     "\xEF\xBB\xBF", "\xE1\x9A\x80", "\xE2\x80\xA8",
+                                              "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
   for (std::string_view w : wide)
     if (s.substr(i, w.size()) == w) return len = w.size(), true;
   if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80) {
@@ -535,13 +531,27 @@ std::string json_quote(std::string_view s) {
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

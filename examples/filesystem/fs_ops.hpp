@@ -11,10 +11,12 @@
 /// (test/filesystem/differential.mjs) compares them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fsx {
@@ -62,7 +64,7 @@ class allowed_directories {
   /// as the reference does. Returns how many were taken.
   std::size_t set_from_roots(const std::vector<std::string>& uris);
 
-  [[nodiscard]] const std::vector<std::string>& list() const noexcept { return dirs_; }
+  [[nodiscard]] const std::vector<std::string>& directories() const noexcept { return dirs_; }
   [[nodiscard]] bool contains(std::string_view absolute) const;
 
   /// Resolves a requested path to the real path a tool may use, or throws the

@@ -4,11 +4,16 @@
 // arguments, descriptions and results, confined to the directories named on the command
 // line or by the client's roots. examples/filesystem/README.md says how to run it and
 // where it differs; test/filesystem/differential.mjs compares the two.
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -165,7 +170,8 @@ droid::tool_info info(std::string name, std::string title, std::string descripti
   return i;
 }
 
-constexpr std::string_view path_only = R"({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]})";
+constexpr std::string_view path_only =
+    R"({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]})";
 constexpr std::string_view read_text_input = R"({"type":"object","properties":{"path":{"type":"string"},
   "tail":{"description":"If provided, returns only the last N lines of the file","type":"number"},
   "head":{"description":"If provided, returns only the first N lines of the file","type":"number"}},"required":["path"]})";
@@ -183,9 +189,9 @@ std::string read_text_tool(const state& st, const read_text_args& args) {
 droid::tool_result media_result(const state& st, const std::string& requested) {
   const std::string path = st.allowed.validate(requested);
   static constexpr std::pair<std::string_view, std::string_view> types[] = {
-      {".png", "image/png"},  {".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"}, {".gif", "image/gif"},
+      {".png", "image/png"},   {".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"},   {".gif", "image/gif"},
       {".webp", "image/webp"}, {".bmp", "image/bmp"},  {".svg", "image/svg+xml"}, {".mp3", "audio/mpeg"},
-      {".wav", "audio/wav"},  {".ogg", "audio/ogg"},  {".flac", "audio/flac"}};
+      {".wav", "audio/wav"},   {".ogg", "audio/ogg"},  {".flac", "audio/flac"}};
   // path.extname: from the last dot of the last component, unless that dot starts it.
   std::string ext;
   const std::string base = path.substr(path.rfind('/') + 1);
@@ -212,6 +218,7 @@ droid::tool_result media_result(const state& st, const std::string& requested) {
 
 std::string list_sizes(const state& st, const list_sizes_args& args) {
   const std::string dir = st.allowed.validate(args.path);
+  // One entry with its size, kept in readdir order for the totals.
   struct row {
     std::string name;
     bool is_directory;
@@ -282,8 +289,8 @@ std::string tree_json(const state& st, const std::string& root, const std::strin
   for (const fsx::dir_entry& e : fsx::list(dir)) {
     const std::string child = fsx::join(current, e.name);
     if (excluded(fsx::relative(root, child), patterns)) continue;
-    std::string item = in + "{\n" + in2 + "\"name\": " + fsx::json_quote(e.name) + ",\n" + in2 + "\"type\": " +
-                       (e.is_directory ? "\"directory\"" : "\"file\"");
+    std::string item = in + "{\n" + in2 + "\"name\": " + fsx::json_quote(e.name) + ",\n" + in2 +
+                       "\"type\": " + (e.is_directory ? "\"directory\"" : "\"file\"");
     if (e.is_directory) item += ",\n" + in2 + "\"children\": " + tree_json(st, root, child, patterns, depth + 2);
     items.push_back(item + "\n" + in + "}");
   }
@@ -359,32 +366,32 @@ void register_tools(droid::server& server, state& st) {
     co_return media_result(st, args.path);
   });
 
-  server.tool(
-      info("read_multiple_files", "Read Multiple Files",
-           "Read the contents of multiple files simultaneously. This is more "
-           "efficient than reading files one by one when you need to analyze "
-           "or compare multiple files. Each file's content is returned with its "
-           "path as a reference. Failed reads for individual files won't stop "
-           "the entire operation. Only works within allowed directories.",
-           R"({"type":"object","properties":{"paths":{"minItems":1,"type":"array","items":{"type":"string"},
+  server.tool(info("read_multiple_files", "Read Multiple Files",
+                   "Read the contents of multiple files simultaneously. This is more "
+                   "efficient than reading files one by one when you need to analyze "
+                   "or compare multiple files. Each file's content is returned with its "
+                   "path as a reference. Failed reads for individual files won't stop "
+                   "the entire operation. Only works within allowed directories.",
+                   R"({"type":"object","properties":{"paths":{"minItems":1,"type":"array","items":{"type":"string"},
              "description":"Array of file paths to read. Each path must be a string pointing to a valid file within allowed directories."}},
              "required":["paths"]})",
-           true),
-      [&st](droid::tool_context& ctx, read_multiple_args args) -> droid::task<droid::tool_result> {
-        co_await refresh_roots(ctx, st);
-        if (args.paths.empty()) co_return droid::tool_result::error("Invalid arguments: `paths` needs at least one path");
-        std::string text;
-        for (std::size_t i = 0; i < args.paths.size(); ++i) {
-          const std::string& p = args.paths[i];
-          if (i) text += "\n---\n";
-          try {
-            text += p + ":\n" + fsx::read_text(st.allowed.validate(p)) + "\n";
-          } catch (const std::exception& e) {
-            text += p + ": Error - " + e.what();
-          }
-        }
-        co_return text_result(std::move(text));
-      });
+                   true),
+              [&st](droid::tool_context& ctx, read_multiple_args args) -> droid::task<droid::tool_result> {
+                co_await refresh_roots(ctx, st);
+                if (args.paths.empty())
+                  co_return droid::tool_result::error("Invalid arguments: `paths` needs at least one path");
+                std::string text;
+                for (std::size_t i = 0; i < args.paths.size(); ++i) {
+                  const std::string& p = args.paths[i];
+                  if (i) text += "\n---\n";
+                  try {
+                    text += p + ":\n" + fsx::read_text(st.allowed.validate(p)) + "\n";
+                  } catch (const std::exception& e) {
+                    text += p + ": Error - " + e.what();
+                  }
+                }
+                co_return text_result(std::move(text));
+              });
 
   server.tool(info("write_file", "Write File",
                    "Create a new file or completely overwrite an existing file with new content. "
@@ -444,19 +451,18 @@ void register_tools(droid::server& server, state& st) {
                 co_return text_result(std::move(out));
               });
 
-  server.tool(
-      info("list_directory_with_sizes", "List Directory with Sizes",
-           "Get a detailed listing of all files and directories in a specified path, including sizes. "
-           "Results clearly distinguish between files and directories with [FILE] and [DIR] "
-           "prefixes. This tool is useful for understanding directory structure and "
-           "finding specific files within a directory. Only works within allowed directories.",
-           R"({"type":"object","properties":{"path":{"type":"string"},"sortBy":{"default":"name",
+  server.tool(info("list_directory_with_sizes", "List Directory with Sizes",
+                   "Get a detailed listing of all files and directories in a specified path, including sizes. "
+                   "Results clearly distinguish between files and directories with [FILE] and [DIR] "
+                   "prefixes. This tool is useful for understanding directory structure and "
+                   "finding specific files within a directory. Only works within allowed directories.",
+                   R"({"type":"object","properties":{"path":{"type":"string"},"sortBy":{"default":"name",
              "description":"Sort entries by name or size","type":"string","enum":["name","size"]}},"required":["path"]})",
-           true),
-      [&st](droid::tool_context& ctx, list_sizes_args args) -> droid::task<droid::tool_result> {
-        co_await refresh_roots(ctx, st);
-        co_return text_result(list_sizes(st, args));
-      });
+                   true),
+              [&st](droid::tool_context& ctx, list_sizes_args args) -> droid::task<droid::tool_result> {
+                co_await refresh_roots(ctx, st);
+                co_return text_result(list_sizes(st, args));
+              });
 
   server.tool(
       info("directory_tree", "Directory Tree",
@@ -469,7 +475,8 @@ void register_tools(droid::server& server, state& st) {
            true),
       [&st](droid::tool_context& ctx, tree_args args) -> droid::task<droid::tool_result> {
         co_await refresh_roots(ctx, st);
-        co_return text_result(tree_json(st, args.path, args.path, args.excludePatterns.value_or(std::vector<std::string>{}), 0));
+        co_return text_result(
+            tree_json(st, args.path, args.path, args.excludePatterns.value_or(std::vector<std::string>{}), 0));
       });
 
   server.tool(info("move_file", "Move File",
@@ -490,16 +497,17 @@ void register_tools(droid::server& server, state& st) {
               });
 
   server.tool(
-      info("search_files", "Search Files",
-           "Recursively search for files and directories matching a pattern. "
-           "The patterns should be glob-style patterns that match paths relative to the working directory. "
-           "Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all "
-           "subdirectories. "
-           "Returns full paths to all matching items. Great for finding files when you don't know their exact location. "
-           "Only searches within allowed directories.",
-           R"({"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string"},
+      info(
+          "search_files", "Search Files",
+          "Recursively search for files and directories matching a pattern. "
+          "The patterns should be glob-style patterns that match paths relative to the working directory. "
+          "Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all "
+          "subdirectories. "
+          "Returns full paths to all matching items. Great for finding files when you don't know their exact location. "
+          "Only searches within allowed directories.",
+          R"({"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string"},
              "excludePatterns":{"default":[],"type":"array","items":{"type":"string"}}},"required":["path","pattern"]})",
-           true),
+          true),
       [&st](droid::tool_context& ctx, search_args args) -> droid::task<droid::tool_result> {
         co_await refresh_roots(ctx, st);
         const std::string root = st.allowed.validate(args.path);
@@ -529,8 +537,10 @@ void register_tools(droid::server& server, state& st) {
                    R"({"type":"object","properties":{}})", true),
               [&st](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
                 co_await refresh_roots(ctx, st);
+                // The heading's newline stays when there are none, as the reference writes it.
                 std::string text = "Allowed directories:\n";
-                for (const std::string& d : st.allowed.list()) text += (&d == &st.allowed.list().front() ? "" : "\n") + d;
+                const std::vector<std::string>& dirs = st.allowed.directories();
+                for (std::size_t i = 0; i < dirs.size(); ++i) text += (i ? "\n" : "") + dirs[i];
                 co_return text_result(std::move(text));
               });
 }
@@ -555,7 +565,7 @@ int main(int argc, char** argv) {
   register_tools(server, st);
   server.on_roots_list_changed([](const droid::peer_info&) { st.roots_wanted = true; });
   std::cerr << "Secure MCP Filesystem Server running on stdio\n";
-  if (st.allowed.list().empty())
+  if (st.allowed.directories().empty())
     std::cerr << "Started without allowed directories - waiting for client to provide roots via MCP protocol\n";
   return droid::stdio::serve(server);
 }

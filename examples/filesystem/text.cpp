@@ -8,15 +8,18 @@
 /// of the JavaScript library the reference server uses (jsdiff, minimatch, ICU's
 /// collation), since a model or a test compares the texts; a different but valid diff
 /// would be a different answer.
+#include "fs_ops.hpp"
+
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "fs_ops.hpp"
 
 namespace fsx {
 
@@ -141,10 +144,12 @@ std::string unified_diff(std::string_view name, std::string_view before, std::st
     run r{{}, c.added, c.removed};
     const auto n = static_cast<std::size_t>(c.count);
     if (c.removed) {
-      r.lines.assign(old_t.begin() + static_cast<std::ptrdiff_t>(op), old_t.begin() + static_cast<std::ptrdiff_t>(op + n));
+      r.lines.assign(old_t.begin() + static_cast<std::ptrdiff_t>(op),
+                     old_t.begin() + static_cast<std::ptrdiff_t>(op + n));
       op += n;
     } else {
-      r.lines.assign(new_t.begin() + static_cast<std::ptrdiff_t>(np), new_t.begin() + static_cast<std::ptrdiff_t>(np + n));
+      r.lines.assign(new_t.begin() + static_cast<std::ptrdiff_t>(np),
+                     new_t.begin() + static_cast<std::ptrdiff_t>(np + n));
       np += n;
       if (!c.added) op += n;
     }
@@ -185,7 +190,8 @@ std::string unified_diff(std::string_view name, std::string_view before, std::st
       } else {
         const std::size_t take = std::min(r.lines.size(), context);
         for (std::size_t k = 0; k < take; ++k) current.push_back(" " + std::string(r.lines[k]));
-        hunks.push_back({old_start, old_line - old_start + take, new_start, new_line - new_start + take, std::move(current)});
+        hunks.push_back(
+            {old_start, old_line - old_start + take, new_start, new_line - new_start + take, std::move(current)});
         old_start = new_start = 0;
         current.clear();
       }
@@ -441,7 +447,8 @@ bool glob_match(std::string_view path, std::string_view pattern) {
   for (const std::string& alt : alternatives) {
     std::vector<std::string> pat = split_slash(alt);
     // `**/**` is one globstar.
-    pat.erase(std::unique(pat.begin(), pat.end(), [](const std::string& a, const std::string& b) { return a == "**" && b == "**"; }),
+    pat.erase(std::unique(pat.begin(), pat.end(),
+                          [](const std::string& a, const std::string& b) { return a == "**" && b == "**"; }),
               pat.end());
     if (match_segments(pat, 0, file, 0)) {
       hit = true;
