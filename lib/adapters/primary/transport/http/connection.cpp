@@ -175,6 +175,12 @@ task<bool> connection::write(std::string_view data) {
 task<bool> connection::reply(int status, std::string_view content_type, std::string_view body, bool close,
                              std::string_view extra) {
   // Written here rather than through write(): one coroutine frame less per request.
+  std::string joined;
+  if (!response_headers_.empty()) {
+    joined.reserve(extra.size() + response_headers_.size());
+    joined.append(extra).append(response_headers_);
+    extra = joined;
+  }
   const std::string text = response(status, content_type, body, close || closing_, extra);
   std::error_code ec;
   std::size_t n = 0;
@@ -300,6 +306,7 @@ task<void> connection::run() {
     busy_ = true;
     const bool keep = co_await core_.handler().handle(*this, req);
     busy_ = false;
+    response_headers_.clear();
     if (!keep || !req.keep_alive || closing_ || core_.stopping()) co_return;
   }
 }
@@ -328,6 +335,7 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
     out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
           "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
     out += extra;
+    out += response_headers_;
     out += "\r\n";
   }
   std::string events;

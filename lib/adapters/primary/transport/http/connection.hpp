@@ -223,6 +223,12 @@ class connection final : public std::enable_shared_from_this<connection>, privat
     co_return co_await reply(status, "application/json", rpc_error_body(code, message), close);
   }
 
+  /// Header lines (each ending in CRLF) every response to the current request carries,
+  /// whoever writes it: the CORS headers of a browser's request. Cleared when the
+  /// request is done.
+  void set_response_headers(std::string lines) { response_headers_ = std::move(lines); }
+  [[nodiscard]] const std::string& response_headers() const noexcept { return response_headers_; }
+
   /// A sink for one response on this connection; one that overflows closes the socket.
   [[nodiscard]] std::shared_ptr<response_sink> make_sink();
   /// Watches an event-stream connection for the client hanging up (it sends nothing
@@ -261,6 +267,7 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// Where reads land before they are appended to the parse buffer.
   std::unique_ptr<char[]> read_buffer_;
   request_parser parser_;
+  std::string response_headers_;
   bool local_is_loopback_ = false;
   bool timed_out_ = false;
   bool busy_ = false;

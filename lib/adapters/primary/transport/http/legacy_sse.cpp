@@ -32,7 +32,9 @@ task<bool> legacy_endpoint::stream(connection& c, request& req) {
   // The endpoint event tells the client where to POST; relative, so it resolves against
   // whatever host name the client used.
   std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     "Transfer-Encoding: chunked\r\n\r\n";
+                     "Transfer-Encoding: chunked\r\n";
+  head += c.response_headers();
+  head += "\r\n";
   const std::string endpoint =
       "event: endpoint\ndata: " + st_.opts.legacy_messages_path + "?sessionId=" + entry->id + "\n\n";
   append_chunk(head, endpoint);

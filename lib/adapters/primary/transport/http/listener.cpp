@@ -86,21 +86,32 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   if (!host_ok || req.count("origin") > 1 || !detail::origin_allowed(req.find("origin"), opts.allowed_origins))
     co_return co_await c.reply_rpc_error(403, ir::errc::invalid_request, "Forbidden: Host or Origin not allowed");
 
-  if (legacy_sse) {
-    if (req.method == "GET") co_return co_await legacy.stream(c, req);
-    co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: GET\r\n");
+  // A browser's request from an allowed origin (the check above let it through): every
+  // response to it says the page may read it.
+  const std::string_view* origin = req.find("origin");
+  if (origin) c.set_response_headers(detail::cors_headers(*origin));
+  const char* allow = legacy_sse        ? "GET"
+                      : legacy_messages ? "POST"
+                      : opts.stateless  ? "POST"
+                      : opts.standalone_stream ? "GET, POST, DELETE"
+                                               : "POST, DELETE";
+  if (req.method == "OPTIONS") {
+    // A CORS preflight (answered before any authentication: it carries no credentials),
+    // or a plain OPTIONS asking what the path allows.
+    std::string extra = "Allow: " + std::string(allow) + "\r\n";
+    if (origin && req.find("access-control-request-method"))
+      extra += detail::preflight_headers(allow, req.find("access-control-request-headers"));
+    co_return co_await c.reply(204, {}, {}, false, extra);
   }
-  if (legacy_messages) {
-    if (req.method == "POST") co_return co_await legacy.message(c, req);
-    co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
+  if (legacy_sse && req.method == "GET") co_return co_await legacy.stream(c, req);
+  if (legacy_messages && req.method == "POST") co_return co_await legacy.message(c, req);
+  if (!legacy_sse && !legacy_messages) {
+    if (req.method == "POST") co_return co_await streamable.post(c, req);
+    if (req.method == "GET") co_return co_await streamable.get(c, req);
+    if (req.method == "DELETE") co_return co_await streamable.remove(c, req);
   }
-  if (req.method == "POST") co_return co_await streamable.post(c, req);
-  if (req.method == "GET") co_return co_await streamable.get(c, req);
-  if (req.method == "DELETE") co_return co_await streamable.remove(c, req);
-  const char* allow = opts.stateless ? "Allow: POST\r\n"
-                      : opts.standalone_stream ? "Allow: GET, POST, DELETE\r\n"
-                                               : "Allow: POST, DELETE\r\n";
-  co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, allow);
+  const std::string allow_header = "Allow: " + std::string(allow) + "\r\n";
+  co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, allow_header);
 }
 
 void listener::impl::start_reaper() {
