@@ -332,7 +332,10 @@ class server {
   ///   (becomes `structuredContent`, and its schema `outputSchema`).
   ///
   /// Errors: throws `std::invalid_argument` when the name breaks MCP's naming rule, the
-  /// description is empty (clients reject such tools), or the name is already taken.
+  /// description is empty (clients reject such tools), or the name is already taken; and
+  /// for typed arguments, when a `field_hint` names no member or gives one a constraint
+  /// it cannot carry or keep, or a member not hinted `defaulted` has an initialiser that
+  /// would never be used (see `field_hint`).
   template <class Handler>
   server& tool(tool_info info, Handler&& handler) {
     using H = std::decay_t<Handler>;

@@ -47,9 +47,13 @@
 /// `field_hints`), so a client can prefill the form.
 ///
 /// ## Why `elicit_hints` and not `field_hints`
-/// A form field has more to say than a tool argument (a `title` for the label, a `format`,
-/// length and item bounds), and those keywords mean nothing to a model reading an
-/// `inputSchema`. Growing `field_hint` would put them there too.
+/// The constraints are one vocabulary: `minimum`, `maximum`, `min_length`, `max_length`,
+/// `min_items`, `max_items` have the same names, types, checks and error sentences in
+/// both (schema.hpp holds the shared checks). What differs is what each may carry: a
+/// form field has a `title` and a `format`, which mean nothing to a model reading an
+/// `inputSchema`, and MCP's form schema has no `pattern`, exclusive bounds or string
+/// enums, which a tool argument may have. One struct for both would let each accept
+/// keywords the other's clients refuse.
 ///
 /// ## Why integer bounds come only from hints
 /// `schema_of` states the range of narrow integer types so a model does not offer 5e9 for

@@ -109,7 +109,7 @@ namespace droid {
 /// header; an explicit `""` is refused as an empty header name.
 struct field_hint {
   std::string_view name;
-  std::string_view description;
+  std::string_view description = {};
   /// The member has a useful default: not required, and `default` in the schema is the
   /// member's value in a value-initialised struct (its default member initialiser).
   ///
