@@ -10,11 +10,13 @@
 /// backtracking matcher retries every way of splitting the input.
 #include <droid/domain/mcp/pattern.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -280,8 +282,7 @@ class parser {
     return n;
   }
 
-  /// The code point of `\x`, `\u` and the single-letter escapes, for a class member or a
-  /// literal; false for a class escape (`\d`...), which the caller handles.
+  /// The value of the `digits` hex digits at the cursor (`\xHH`, `\uHHHH`).
   char32_t hex(std::size_t digits) {
     char32_t v = 0;
     for (std::size_t k = 0; k < digits; ++k) {

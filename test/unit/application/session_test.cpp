@@ -240,9 +240,12 @@ TEST_SUITE("application/session") {
 
   TEST_CASE("declared constraints are listed and enforced, and a defaulted member keeps its initialiser") {
     fixture f;
+    f.initialize();
     f.srv.tool("stay", "Books a stay", [](droid::tool_context&, stay_args a) -> droid::task<std::string> {
       co_return a.city + ":" + std::to_string(a.days);
     });
+    droid::test::poll(f.io);
+    CHECK(f.out->pop().at("method") == "notifications/tools/list_changed");
     // The initialiser would never be used: the registration says so instead.
     CHECK_THROWS_WITH_AS(
         f.srv.tool("unhinted", "Refused",
@@ -250,7 +253,9 @@ TEST_SUITE("application/session") {
         R"(droid: the member "days" starts as 3 (its default member initialiser) but is required, so that value is )"
         R"(never used: hint it .defaulted = true to make it optional with "default": 3, or remove the initialiser)",
         std::invalid_argument);
-    f.initialize();
+    // Refused before it was added: no tool, so no list_changed either.
+    droid::test::poll(f.io);
+    CHECK(f.out->sent.empty());
     f.feed(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
     const auto listed = f.out->pop();
     for (const auto& t : listed.at("result").at("tools").as_array()) {

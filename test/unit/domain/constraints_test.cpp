@@ -313,3 +313,71 @@ TEST_SUITE("domain/mcp/constraints") {
     CHECK_NOTHROW((void)droid::schema_of<starts_at_three>());
   }
 }
+
+// ---- the example of docs/tools.md#constraints-and-defaults ----------------------------
+
+namespace {
+
+struct booking_args {
+  std::string code;
+  int nights = 1;
+  double deposit = 0.5;
+  std::string region;
+  std::vector<std::string> tags;
+};
+BOOST_DESCRIBE_STRUCT(booking_args, (), (code, nights, deposit, region, tags))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<booking_args> {
+  static constexpr std::string_view regions[] = {"eu-west-1", "us-east-1"};
+  static constexpr droid::field_hint fields[] = {
+      {.name = "code", .description = "Booking code", .min_length = 3, .max_length = 6, .pattern = "^[A-Z][A-Z0-9]*$"},
+      {.name = "nights", .defaulted = true, .minimum = 1, .maximum = 30},
+      {.name = "deposit", .defaulted = true, .maximum = 1, .exclusive_minimum = 0},
+      {.name = "region", .enum_values = regions},
+      {.name = "tags", .defaulted = true, .max_length = 20, .max_items = 3},
+  };
+};
+
+TEST_SUITE("domain/mcp/constraints") {
+  TEST_CASE("the documented example lists the schema and answers the sentences the documentation shows") {
+    // docs/tools.md quotes both; this keeps them true.
+    REQUIRE(refusal<booking_args>() == "accepted");
+    CHECK(droid::ir::to_json_text(droid::schema_of<booking_args>()) ==
+          R"({"type":"object","properties":{)"
+          R"("code":{"type":"string","minLength":3,"maxLength":6,"pattern":"^[A-Z][A-Z0-9]*$","description":"Booking code"},)"
+          R"("nights":{"type":"integer","minimum":1,"maximum":30,"default":1},)"
+          R"("deposit":{"type":"number","maximum":1,"exclusiveMinimum":0,"default":0.5},)"
+          R"("region":{"type":"string","enum":["eu-west-1","us-east-1"]},)"
+          R"("tags":{"type":"array","items":{"type":"string","maxLength":20},"maxItems":3,"default":[]}},)"
+          R"("required":["code","region"]})");
+    struct expectation {
+      const char* extra;
+      const char* says;
+    };
+    for (const expectation& e : {
+             expectation{R"("nights":0)", "`nights`: 0 is below the minimum 1"},
+             expectation{R"("nights":31)", "`nights`: 31 is above the maximum 30"},
+             expectation{R"("nights":"2")", "`nights`: expected an integer, got a string"},
+             expectation{R"("deposit":0)", "`deposit`: 0 is not above the exclusive minimum 0"},
+             expectation{R"("code":"AB")", "`code`: 2 characters, at least 3 required"},
+             expectation{R"("code":"ABCDEFG")", "`code`: 7 characters, at most 6 allowed"},
+             expectation{R"("code":"ab1")", "`code`: \"ab1\" does not match the pattern ^[A-Z][A-Z0-9]*$"},
+             expectation{R"("region":"mars")", "`region`: \"mars\" is not one of eu-west-1, us-east-1"},
+             expectation{R"("tags":["a","b","c","d"])", "`tags`: 4 items, at most 3 allowed"},
+             expectation{R"("tags":["a","much-too-long-for-a-tag"])", "`tags[1]`: 23 characters, at most 20 allowed"},
+             expectation{R"("code":"B7","nights":30)", "`code`: 2 characters, at least 3 required"},
+         }) {
+      CAPTURE(e.extra);
+      const std::string json = "{" + std::string(e.extra) + R"(,"code":"AB1","region":"eu-west-1"})";
+      booking_args b{};
+      std::string error;
+      bool ok = false;
+      REQUIRE_FALSE(droid::ir::visit_json(json, [&](const droid::ir::json_node& n) { ok = droid::decode(n, b, error); }));
+      CHECK_FALSE(ok);
+      CHECK(error == e.says);
+    }
+  }
+}
