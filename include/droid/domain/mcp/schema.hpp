@@ -148,7 +148,8 @@ struct field_hint {
   std::optional<std::size_t> max_items = {};
 };
 
-/// Specialise with `static constexpr field_hint fields[] = {...};` to document members.
+/// Specialise with `static constexpr field_hint fields[] = {...};` to describe, constrain
+/// or default members (see `field_hint`).
 template <class T>
 struct field_hints {};
 
