@@ -332,7 +332,10 @@ class server {
   ///   (becomes `structuredContent`, and its schema `outputSchema`).
   ///
   /// Errors: throws `std::invalid_argument` when the name breaks MCP's naming rule, the
-  /// description is empty (clients reject such tools), or the name is already taken.
+  /// description is empty (clients reject such tools), or the name is already taken; and
+  /// for typed arguments, when a `field_hint` names no member or gives one a constraint
+  /// it cannot carry or keep, or a member not hinted `defaulted` has an initialiser that
+  /// would never be used (see `field_hint`).
   template <class Handler>
   server& tool(tool_info info, Handler&& handler) {
     using H = std::decay_t<Handler>;
@@ -364,6 +367,8 @@ class server {
                     "droid: tool arguments must be a Boost.Describe'd struct (BOOST_DESCRIBE_STRUCT) or "
                     "boost::json::object");
       if constexpr (detail::described_struct<A>) {
+        // Even with a schema given: the decoder enforces the hints' constraints.
+        detail::check_arguments<A>();
         if (!info.input_schema) info.input_schema = schema_of<A>();
       }
       entry->invoke = [shared_handler](tool_context& ctx, const ir::json_node* node) -> task<tool_result> {
@@ -459,7 +464,14 @@ class server {
                     "droid: prompt arguments are strings: use std::string or std::optional<std::string>");
       prompt_argument a;
       a.name = d.name;
-      if (const field_hint* h = detail::find_hint<A>(d.name)) a.description = std::string(h->description);
+      if (const field_hint* h = detail::find_hint<A>(d.name)) {
+        // A prompt argument is listed with a name and a description only, and its value
+        // is not decoded, so a constraint would be neither shown nor checked.
+        if (detail::has_checks(*h))
+          throw std::invalid_argument("droid: field_hints gives the prompt argument " + detail::quoted(d.name) +
+                                      " a constraint, which prompt arguments do not carry");
+        a.description = std::string(h->description);
+      }
       a.required = std::is_same_v<M, std::string>;
       info.arguments.push_back(std::move(a));
     });
