@@ -69,8 +69,8 @@ struct options {
   /// POST `legacy_messages_path?sessionId=...` carries each message (answered with 202,
   /// the answers travel on the event stream). For clients that predate Streamable HTTP.
   bool legacy_sse = false;
-  std::string legacy_sse_path = "/sse";
-  std::string legacy_messages_path = "/messages";
+  std::string legacy_sse_path = "/sse";  ///< GET here opens a legacy session's event stream
+  std::string legacy_messages_path = "/messages";  ///< POST here carries a legacy session's messages
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
