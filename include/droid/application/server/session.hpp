@@ -99,7 +99,7 @@ class session : public std::enable_shared_from_this<session> {
   [[nodiscard]] std::size_t in_flight() const noexcept;
   /// True once the client's `initialize` has been answered.
   [[nodiscard]] bool is_initialized() const noexcept;
-  /// True once `close()` ran or the transport ended the session.
+  /// True once the session has ended (`close()`).
   [[nodiscard]] bool is_closed() const noexcept;
   /// What the client declared in `initialize`.
   [[nodiscard]] const peer_info& peer() const noexcept;

@@ -74,13 +74,13 @@ struct task_record {
   std::string result{};
   std::string error{};  ///< JSON text of the JSON-RPC error object that failed it, or empty
 
-  /// When the store drops the task: `created_at + ttl`.
+  /// When the task expires (`created_at + ttl`); the store may drop it from then on.
   [[nodiscard]] std::chrono::system_clock::time_point expires_at() const noexcept { return created_at + ttl; }
 };
 
 /// A page of `list`.
 struct task_page {
-  std::vector<task_record> tasks{};  ///< in creation order
+  std::vector<task_record> tasks{};  ///< the tasks on this page
   /// Where the next page starts (empty: this page is the last).
   std::string next{};
 };

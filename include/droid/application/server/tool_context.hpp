@@ -261,7 +261,8 @@ class [[nodiscard]] exchange_awaiter {
 
   /// Completes at once when the question cannot be asked, or is answered already.
   bool await_ready();
-  /// Records the question, then sends it; the tool stays parked until the answer.
+  /// Records the question, then sends it; the tool stays parked until the answer, a
+  /// cancellation or the end of the session resumes it.
   // void: the coroutine is parked in the table; publishing cannot fail synchronously.
   void await_suspend(std::coroutine_handle<> h);
   /// The peer's answer, or why there is none.

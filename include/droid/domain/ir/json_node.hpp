@@ -30,7 +30,7 @@ class json_node;
 /// bytes are a `simdjson::dom::element` (checked by a static_assert in decode.cpp).
 class json_node {
  public:
-  /// The JSON type of a value; integers are told apart by sign, as the parser does.
+  /// The JSON type of a value; `unsigned_integer` is an integer above `INT64_MAX`.
   enum class type : std::uint8_t { null, boolean, integer, unsigned_integer, floating, string, array, object };
 
   /// The value's type.
