@@ -87,7 +87,7 @@ struct options {
   /// of its private key. Both empty (the default): plain HTTP. TLS 1.2 or later, ALPN
   /// `http/1.1`; `listener::reload_tls()` (SIGHUP under `serve()`) reads them again.
   std::string tls_certificate_chain{};
-  std::string tls_private_key{};
+  std::string tls_private_key{};  ///< see `tls_certificate_chain`
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
