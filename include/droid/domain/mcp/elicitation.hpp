@@ -98,23 +98,23 @@ namespace droid {
 /// that `static constexpr` arrays accept. Designated initialisers must follow the order
 /// of the members below.
 struct elicit_field {
-  std::string_view name;
+  std::string_view name;  ///< the member's name, as `BOOST_DESCRIBE_STRUCT` lists it
   /// The label a client shows (`title`).
   std::string_view title = {};
-  std::string_view description = {};
+  std::string_view description = {};  ///< help text for the field (`description`)
   /// Strings only: one of `email`, `uri`, `date`, `date-time`.
   std::string_view format = {};
   /// Not required, and `default` is the member's value in a value-initialised `T`.
   bool defaulted = false;
   /// Integer and number members only. For integers: whole numbers the type can hold.
   std::optional<double> minimum = {};
-  std::optional<double> maximum = {};
+  std::optional<double> maximum = {};  ///< see `minimum`
   /// String members only, in Unicode code points (as JSON Schema counts them).
   std::optional<std::size_t> min_length = {};
-  std::optional<std::size_t> max_length = {};
+  std::optional<std::size_t> max_length = {};  ///< see `min_length`
   /// Multi-select members only: how many options must / may be chosen.
   std::optional<std::size_t> min_items = {};
-  std::optional<std::size_t> max_items = {};
+  std::optional<std::size_t> max_items = {};  ///< see `min_items`
 };
 
 /// Specialise with `static constexpr elicit_field fields[] = {...};` to label members.

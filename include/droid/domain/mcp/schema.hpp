@@ -108,8 +108,8 @@ namespace droid {
 /// single place in the arguments). Leave the member out of the initialiser for no
 /// header; an explicit `""` is refused as an empty header name.
 struct field_hint {
-  std::string_view name;
-  std::string_view description = {};
+  std::string_view name;  ///< the member's name, as `BOOST_DESCRIBE_STRUCT` lists it
+  std::string_view description = {};  ///< the property's `description`
   /// The member has a useful default: not required, and `default` in the schema is the
   /// member's value in a value-initialised struct (its default member initialiser).
   ///

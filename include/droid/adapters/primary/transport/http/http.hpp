@@ -80,14 +80,14 @@ struct options {
   /// POST `legacy_messages_path?sessionId=...` carries each message (answered with 202,
   /// the answers travel on the event stream). For clients that predate Streamable HTTP.
   bool legacy_sse = false;
-  std::string legacy_sse_path = "/sse";
-  std::string legacy_messages_path = "/messages";
+  std::string legacy_sse_path = "/sse";  ///< GET here opens a legacy session's event stream
+  std::string legacy_messages_path = "/messages";  ///< POST here carries a legacy session's messages
 
   /// HTTPS on the same listener: the PEM files of the certificate chain (leaf first) and
   /// of its private key. Both empty (the default): plain HTTP. TLS 1.2 or later, ALPN
   /// `http/1.1`; `listener::reload_tls()` (SIGHUP under `serve()`) reads them again.
   std::string tls_certificate_chain{};
-  std::string tls_private_key{};
+  std::string tls_private_key{};  ///< see `tls_certificate_chain`
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
