@@ -128,14 +128,14 @@ struct field_hint {
   /// Integer and number members (or their elements): inclusive bounds. For integers,
   /// whole numbers the type can hold; each replaces the type's own bound on its side.
   std::optional<double> minimum = {};
-  std::optional<double> maximum = {};
+  std::optional<double> maximum = {};  ///< as `minimum`, the upper bound
   /// Number (`float`, `double`) members only: the value must be strictly beyond these.
   /// Integers are refused: `exclusive_minimum = 0` is `minimum = 1` there.
   std::optional<double> exclusive_minimum = {};
-  std::optional<double> exclusive_maximum = {};
+  std::optional<double> exclusive_maximum = {};  ///< as `exclusive_minimum`, the upper bound
   /// String members (or elements): lengths in Unicode code points, as JSON Schema counts.
   std::optional<std::size_t> min_length = {};
-  std::optional<std::size_t> max_length = {};
+  std::optional<std::size_t> max_length = {};  ///< as `min_length`, the upper bound
   /// String members (or elements): an ECMA-262 regular expression, searched (not
   /// anchored) as JSON Schema does; `droid::pattern` says which subset, and why matching
   /// cannot backtrack. Checked after the lengths.
@@ -145,7 +145,7 @@ struct field_hint {
   std::span<const std::string_view> enum_values = {};
   /// `std::vector` members only: how many elements the array must / may have.
   std::optional<std::size_t> min_items = {};
-  std::optional<std::size_t> max_items = {};
+  std::optional<std::size_t> max_items = {};  ///< as `min_items`, the upper bound
 };
 
 /// Specialise with `static constexpr field_hint fields[] = {...};` to describe, constrain
