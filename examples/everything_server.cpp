@@ -10,14 +10,22 @@
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
+///                                      [--diagnostics SECONDS]
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdint>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
 #include <boost/describe.hpp>
 
 #include <unistd.h>
@@ -256,11 +264,60 @@ void register_tools(droid::server& server) {
               });
 }
 
+/// What a person or script at the terminal is told once the server listens.
+void announce(const droid::http::listener& l) {
+  // The URL on stdout, alone on its line, is what scripts and tests wait for.
+  std::cout << l.url() << std::endl;
+  std::cerr << "everything-server: serving Streamable HTTP at " << l.url()
+            << "\n  connect with: npx @modelcontextprotocol/inspector (transport: Streamable HTTP, URL above)\n"
+               "  stop with Ctrl-C\n";
+}
+
+/// `droid::http::serve`, plus a line on stderr every `every` with the live sessions,
+/// connections and coroutine frames (`--diagnostics`; scripts/soak reads it to tell a
+/// leak from a steady state).
+///
+/// Why not `serve()` with a reporter started from its callback: the reporter reads the
+/// listener, which `serve()` destroys before returning, so nothing could stop the reporter
+/// in time. Here the listener outlives it, and SIGINT/SIGTERM stop it as `serve()` would.
+int serve_with_diagnostics(droid::server& server, droid::http::options http, std::chrono::seconds every) {
+  std::signal(SIGPIPE, SIG_IGN);
+  droid::http::listener l(server, std::move(http));
+  announce(l);
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool done = false;
+  std::thread reporter([&] {
+    std::unique_lock lock(mutex);
+    while (!wake.wait_for(lock, every, [&] { return done; }))
+      std::cerr << "everything-server: diagnostics: sessions " << l.sessions() << " connections "
+                << l.connections() << " live_frames " << droid::live_frames() << std::endl;
+  });
+  asio::io_context signal_io;
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([&l](const std::error_code& ec, int) {
+    if (!ec) l.stop();
+  });
+  std::thread watcher([&signal_io] { signal_io.run(); });
+  l.run();
+  signals.cancel();
+  signal_io.stop();
+  watcher.join();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  wake.notify_one();
+  reporter.join();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::optional<std::string> http_address;
   droid::http::options http;
+  std::chrono::seconds diagnostics{0};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -281,9 +338,11 @@ int main(int argc, char** argv) {
       http.tls_private_key = argv[++i];
     } else if (arg == "--cors-origin" && i + 1 < argc) {
       http.allowed_origins.emplace_back(argv[++i]);
+    } else if (arg == "--diagnostics" && i + 1 < argc) {
+      diagnostics = std::chrono::seconds(std::stoul(argv[++i]));
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
-                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...]\n"
+                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--diagnostics SECONDS]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -293,7 +352,8 @@ int main(int argc, char** argv) {
                    "  --tls-cert FILE    HTTPS: the certificate chain (PEM, leaf first); SIGHUP reloads it\n"
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"
-                   "                     server; loopback origins always may (repeatable)\n";
+                   "                     server; loopback origins always may (repeatable)\n"
+                   "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -323,13 +383,8 @@ int main(int argc, char** argv) {
     if (http.host.size() > 2 && http.host.front() == '[') http.host = http.host.substr(1, http.host.size() - 2);
     http.port = static_cast<std::uint16_t>(std::stoi(http_address->substr(colon + 1)));
     try {
-      return droid::http::serve(server, http, [](const droid::http::listener& l) {
-        // The URL on stdout, alone on its line, is what scripts and tests wait for.
-        std::cout << l.url() << std::endl;
-        std::cerr << "everything-server: serving Streamable HTTP at " << l.url()
-                  << "\n  connect with: npx @modelcontextprotocol/inspector (transport: Streamable HTTP, URL above)\n"
-                     "  stop with Ctrl-C\n";
-      });
+      if (diagnostics.count() > 0) return serve_with_diagnostics(server, std::move(http), diagnostics);
+      return droid::http::serve(server, http, announce);
     } catch (const std::exception& e) {
       std::cerr << "everything-server: " << e.what() << "\n";
       return 1;

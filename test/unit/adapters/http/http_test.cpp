@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include <poll.h>
+
 #include <boost/describe.hpp>
 #include <boost/json/parse.hpp>
 
@@ -452,6 +454,64 @@ TEST_SUITE("adapters/http") {
     raw_connection d(f.port());
     d.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
     CHECK(d.read_response()->status == 200);
+  }
+
+  // The slow-body attack (slowhttptest -B): a large declared length must not buy a long
+  // deadline; only the bytes that arrive do. Each 10 ms at 1,000 B/s buys 10 bytes, and
+  // this client sends far fewer, so it is cut off shortly after the grace rather than at
+  // grace + 1,000,000 / 1,000 s.
+  TEST_CASE("a body trickling below min_body_rate gets 408 after the grace, whatever its Content-Length (B7)") {
+    droid::http::options o;
+    o.body_grace = std::chrono::milliseconds(300);
+    o.min_body_rate = 1'000;
+    server_fixture f(o);
+    for (const std::string framing : {"Content-Length: 1000000", "Transfer-Encoding: chunked"}) {
+      CAPTURE(framing);
+      raw_connection c(f.port());
+      c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+             "Accept: application/json, text/event-stream\r\n" + framing + "\r\n\r\n");
+      const bool chunked = framing.starts_with("Transfer");
+      const auto start = std::chrono::steady_clock::now();
+      // 20 bytes every 100 ms is 200 B/s, a fifth of the minimum; the answer is awaited
+      // between the pieces, so nothing is sent after it (a send to the closed socket would
+      // be answered with a reset).
+      bool cut = false;
+      while (!cut && std::chrono::steady_clock::now() - start < std::chrono::milliseconds(3000)) {
+        c.send(chunked ? "14\r\n[[[[[[[[[[[[[[[[[[[[\r\n" : "[[[[[[[[[[[[[[[[[[[[");
+        pollfd p{c.fd(), POLLIN, 0};
+        cut = ::poll(&p, 1, 100) == 1;
+      }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      REQUIRE(cut);
+      const auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 408);
+      CHECK(waited > std::chrono::milliseconds(250));
+      CHECK(waited < std::chrono::milliseconds(2000));
+    }
+  }
+
+  // The other side of the same rule: a body arriving faster than the minimum keeps
+  // extending its deadline, so a large upload is not cut at the grace.
+  TEST_CASE("a body arriving above min_body_rate is read to its end long after the grace (B7)") {
+    droid::http::options o;
+    o.body_grace = std::chrono::milliseconds(200);
+    o.min_body_rate = 1'000;
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    // 2,400 bytes at 300 bytes every 50 ms (6,000 B/s) take 400 ms, twice the grace.
+    const std::string body = R"({"jsonrpc":"2.0","id":2,"method":"ping","pad":")" + std::string(2400 - 48, 'x') + "\"}";
+    const std::string request = mcp_post(body, "Mcp-Session-Id: " + sid + "\r\n");
+    const std::size_t head = request.size() - body.size();
+    c.send(std::string_view(request).substr(0, head));
+    for (std::size_t at = 0; at < body.size(); at += 300) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      c.send(std::string_view(body).substr(at, 300));
+    }
+    const auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
   }
 
   TEST_CASE("the standalone GET stream carries list_changed; a second GET is 409") {

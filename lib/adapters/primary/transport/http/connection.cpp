@@ -245,11 +245,13 @@ task<void> connection::run() {
     if (ec) co_return;
   }
 
+  const std::int64_t grace_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.body_grace).count();
+  const std::int64_t rate = static_cast<std::int64_t>(std::max<std::size_t>(1, opts.min_body_rate));
   for (;;) {
     // Read and parse until one whole request is here. The deadline is the idle timeout
-    // while nothing of a request has arrived, then the header timeout, then a body
-    // timeout derived from the minimum body rate.
+    // while nothing of a request has arrived, then the header timeout, then the body's.
     bool armed_for_request = false;
+    std::int64_t body_start_ns = -1;  // when the current request's headers ended
     arm(opts.idle_timeout);
     while (!parser_.complete() && !parser_.failed()) {
       if (start < buf.size()) {
@@ -259,9 +261,18 @@ task<void> connection::run() {
           armed_for_request = true;
           arm(opts.header_timeout);
         }
+        if (parser_.headers_complete() && !parser_.failed()) body_start_ns = now_ns();
+        if (body_start_ns >= 0 && !parser_.complete() && !parser_.failed()) {
+          // Each byte received buys 1/min_body_rate seconds more, so the body must keep
+          // arriving at that rate on average once the grace is spent. Why not a deadline
+          // computed once from Content-Length: a client that declared 4 MiB would get
+          // grace + 4 MiB / 240 B/s, almost five hours, to trickle it a byte a minute
+          // (and so would every chunked body, whose length is not known): a slow-body
+          // attack held its connections for hours.
+          const auto received = static_cast<std::int64_t>(parser_.current().body.size());
+          deadline_ns = body_start_ns + grace_ns + received * 1'000'000'000 / rate;
+        }
         if (parser_.headers_complete() && !parser_.failed()) {
-          const auto length = parser_.content_length().value_or(opts.max_body);
-          arm(opts.body_grace + std::chrono::seconds(length / std::max<std::size_t>(1, opts.min_body_rate)));
           if (const std::string_view* expect = parser_.current().find("expect")) {
             if (media_type_is(*expect, "100-continue")) {
               if ((!parser_.content_length() || *parser_.content_length() > 0) && start == buf.size() &&

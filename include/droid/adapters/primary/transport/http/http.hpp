@@ -102,8 +102,9 @@ struct options {
   std::chrono::milliseconds header_timeout{10'000};
   /// A body must arrive at least this fast (bytes per second) after `body_grace`; else 408.
   std::size_t min_body_rate = 240;
-  /// Time a body gets before `min_body_rate` counts: the deadline for a body of N bytes is
-  /// `body_grace + N / min_body_rate` seconds from the end of its headers.
+  /// Time a body gets before `min_body_rate` counts: once N bytes of it have arrived, the
+  /// rest must follow by `body_grace + N / min_body_rate` seconds from the end of its
+  /// headers. Each byte received extends the deadline; the declared length does not.
   std::chrono::milliseconds body_grace{5'000};
   /// A keep-alive connection with no request in progress is closed after this long.
   std::chrono::milliseconds idle_timeout{60'000};
