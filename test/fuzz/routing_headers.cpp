@@ -117,52 +117,60 @@ void check_value_round_trip(std::string_view x) {
   DROID_FUZZ_CHECK(decoded.text == x, "a header value changed through encode and decode");
 }
 
-/// The value at `path` under `arguments`, or null.
-const boost::json::value* at_path(const boost::json::object& arguments, const std::vector<std::string>& path) {
-  const boost::json::object* o = &arguments;
-  const boost::json::value* v = nullptr;
-  for (const std::string& key : path) {
-    if (!o) return nullptr;
-    v = o->if_contains(key);
-    if (!v) return nullptr;
-    o = v->if_object();
+/// The text a header carries for the node at `path` under `arguments` (null: the
+/// header is not sent), or false when the value has the wrong type for its header.
+bool header_text(const droid::ir::json_node& arguments, const droid::header_param& hp, std::optional<std::string>& text) {
+  using K = droid::ir::json_node::type;
+  droid::ir::json_node at = arguments;
+  for (const std::string& key : hp.path) {
+    droid::ir::json_node next;
+    if (at.kind() != K::object || !at.find(key, next)) return true;
+    at = next;
   }
-  return v;
+  if (at.kind() == K::null) return true;
+  if (hp.type == droid::header_param_type::string && at.kind() == K::string) text = std::string(at.string());
+  else if (hp.type == droid::header_param_type::integer && at.kind() == K::integer) text = std::to_string(at.integer());
+  else if (hp.type == droid::header_param_type::integer && at.kind() == K::unsigned_integer)
+    text = std::to_string(at.unsigned_integer());
+  else if (hp.type == droid::header_param_type::boolean && at.kind() == K::boolean) text = at.boolean() ? "true" : "false";
+  else return false;
+  return true;
 }
 
 /// The routing headers a conforming client writes for this body, or nothing when the
 /// body gives it no single right answer (a parameter of the wrong type, which the call
 /// then refuses for other reasons).
+///
+/// The body is read as the server reads it (the project's parser, first of duplicate
+/// keys), not with Boost.JSON (last of duplicate keys): a repeated key inside `params`
+/// is the server's to resolve, and the headers only have to agree with what it runs.
 std::optional<std::string> client_headers(const droid::ir::message& m, const droid::detail::tool_entry* tool) {
   // Mcp-Method is compared as sent, never base64-decoded (routing_headers.hpp): a method
   // that is not plain visible ASCII has no header that matches it, so there is no
   // conforming request to build (such a method is unknown anyway).
   if (encode_header_value(m.method()) != m.method()) return std::nullopt;
   std::string lines = "Mcp-Method: " + m.method() + "\r\n";
-  boost::system::error_code ec;
-  const boost::json::value params = m.params().present() ? boost::json::parse(m.params().text, ec) : boost::json::value();
-  if (ec) return std::nullopt;
-  const boost::json::object* p = params.if_object();
   const char* name_key = m.method() == "resources/read" ? "uri"
                          : (m.method() == "tools/call" || m.method() == "prompts/get") ? "name"
                                                                                         : nullptr;
-  if (name_key && p)
-    if (const auto* name = p->if_contains(name_key); name && name->is_string())
-      lines += "Mcp-Name: " + encode_header_value(name->as_string()) + "\r\n";
-  if (!tool || !p) return lines;
-  const auto* arguments = p->if_contains("arguments");
-  if (!arguments || !arguments->is_object()) return lines;
-  for (const droid::header_param& hp : tool->header_params) {
-    const boost::json::value* v = at_path(arguments->as_object(), hp.path);
-    if (!v || v->is_null()) continue;
-    std::string text;
-    if (hp.type == droid::header_param_type::string && v->is_string()) text = v->as_string();
-    else if (hp.type == droid::header_param_type::integer && v->is_int64()) text = std::to_string(v->as_int64());
-    else if (hp.type == droid::header_param_type::integer && v->is_uint64()) text = std::to_string(v->as_uint64());
-    else if (hp.type == droid::header_param_type::boolean && v->is_bool()) text = v->as_bool() ? "true" : "false";
-    else return std::nullopt;
-    lines += "Mcp-Param-" + hp.header + ": " + encode_header_value(text) + "\r\n";
-  }
+  if (name_key)
+    if (const auto name = droid::ir::string_member(m.params(), name_key))
+      lines += "Mcp-Name: " + encode_header_value(*name) + "\r\n";
+  if (!tool || m.params().kind != droid::ir::json_kind::object) return lines;
+  bool fits = true;
+  (void)droid::ir::visit_json(m.params().text, [&](const droid::ir::json_node& p) {
+    droid::ir::json_node arguments;
+    if (!p.find("arguments", arguments) || arguments.kind() != droid::ir::json_node::type::object) return;
+    for (const droid::header_param& hp : tool->header_params) {
+      std::optional<std::string> text;
+      if (!header_text(arguments, hp, text)) {
+        fits = false;
+        return;
+      }
+      if (text) lines += "Mcp-Param-" + hp.header + ": " + encode_header_value(*text) + "\r\n";
+    }
+  });
+  if (!fits) return std::nullopt;
   return lines;
 }
 

@@ -177,7 +177,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz_args::everything back{};
     std::string why;
     DROID_FUZZ_CHECK(decode_text(again, back, why) == outcome::decoded, why.c_str());
-    DROID_FUZZ_CHECK(droid::to_json_value(back) == encoded, "a decoded value changed through encode and decode");
+    // By value: the encoder writes a whole double as an integer (`3.0` as `3`), which
+    // JSON does not tell apart, so a `boost::json::value` member may change kind.
+    DROID_FUZZ_CHECK(same(droid::to_json_value(back), encoded), "a decoded value changed through encode and decode");
   } else {
     DROID_FUZZ_CHECK(!error.empty(), "a failed decode without a message");
     DROID_FUZZ_CHECK(error.front() == '`', "an argument error that names no member");
