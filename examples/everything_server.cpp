@@ -9,6 +9,7 @@
 ///     build/examples/everything-server            # stdio (the default)
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
+///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
 #include <cstdint>
 #include <iostream>
 #include <optional>
@@ -274,14 +275,25 @@ int main(int argc, char** argv) {
       http.legacy_sse = true;
     } else if (arg == "--threads" && i + 1 < argc) {
       http.threads = static_cast<unsigned>(std::stoul(argv[++i]));
+    } else if (arg == "--tls-cert" && i + 1 < argc) {
+      http.tls_certificate_chain = argv[++i];
+    } else if (arg == "--tls-key" && i + 1 < argc) {
+      http.tls_private_key = argv[++i];
+    } else if (arg == "--cors-origin" && i + 1 < argc) {
+      http.allowed_origins.emplace_back(argv[++i]);
     } else if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]]\n"
+      std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
+                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
                    "  --stateless        no sessions: every POST is served on its own\n"
                    "  --legacy-sse       also serve the 2024-11-05 HTTP+SSE transport at /sse and /messages\n"
-                   "  --threads N        HTTP threads (shards); default: one per core\n";
+                   "  --threads N        HTTP threads (shards); default: one per core\n"
+                   "  --tls-cert FILE    HTTPS: the certificate chain (PEM, leaf first); SIGHUP reloads it\n"
+                   "  --tls-key FILE     HTTPS: its private key (PEM)\n"
+                   "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"
+                   "                     server; loopback origins always may (repeatable)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";

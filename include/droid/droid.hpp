@@ -18,6 +18,7 @@
 #include <droid/domain/errc.hpp>
 #include <droid/domain/mcp/content.hpp>
 #include <droid/domain/mcp/elicitation.hpp>
+#include <droid/domain/mcp/pattern.hpp>
 #include <droid/domain/mcp/prompt.hpp>
 #include <droid/domain/mcp/resource.hpp>
 #include <droid/domain/mcp/sampling.hpp>

@@ -15,7 +15,7 @@
 // the server must still run after them all and exit 0 on SIGTERM. The checks run three
 // Inspectors at a time (so over HTTP the server also serves sessions side by side) and
 // report in order: one `ok - <step>` or `not ok - <step>: <why>` line each. Exits 1 if any
-// failed; the whole run gives up after 60 s.
+// failed; the whole run gives up after 150 s.
 //
 // The Inspector (pinned in package.json here) needs Node >= 22.19: both come from
 // package-lock.json here (`npm ci --prefix test/inspector`, which scripts/install-deps
@@ -106,7 +106,9 @@ function cleanUp() {
   server?.kill();
   rmSync(home, { recursive: true, force: true });
 }
-startWatchdog(cleanUp);
+// Each step starts the Inspector's CLI afresh (a Node process, 3 s or more on a loaded
+// 2-core machine): 16 steps need more than the harness's default minute.
+startWatchdog(cleanUp, 150);
 
 /// Runs the Inspector with `args` (no --cli, no target) and resolves to `{ code, signal,
 /// stdout, stderr, json, error, line }`: `json` is stdout parsed (undefined if it is not

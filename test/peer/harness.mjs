@@ -106,12 +106,12 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let watchdog;
 
 /// Never hang: whatever goes wrong, give up after 60 s; `kill` kills the server.
-export function startWatchdog(kill) {
+export function startWatchdog(kill, seconds = 60) {
   watchdog = setTimeout(() => {
-    console.log('not ok - watchdog: the run took longer than 60 s');
+    console.log(`not ok - watchdog: the run took longer than ${seconds} s`);
     kill();
     process.exit(1);
-  }, 60_000);
+  }, seconds * 1000);
   watchdog.unref();
 }
 
@@ -234,8 +234,8 @@ export class HttpServer {
   }
 
   /// Spawns the server and waits (up to 10 s) for the first stdout line that starts with
-  /// http://, which must be http://127.0.0.1:<port>/mcp; other stdout lines are echoed as
-  /// comments.
+  /// http:// or https://, which must be http(s)://127.0.0.1:<port>/mcp; other stdout lines
+  /// are echoed as comments.
   async start() {
     const child = spawn(this.path, this.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
@@ -251,7 +251,7 @@ export class HttpServer {
         reject(new Check(`the server exited (status ${code}, signal ${signal}) before printing its URL`));
       });
       lines.on('line', (line) => {
-        if (url === undefined && line.startsWith('http://')) {
+        if (url === undefined && /^https?:\/\//.test(line)) {
           clearTimeout(timer);
           url = line.trim();
           resolve(url);
@@ -260,7 +260,7 @@ export class HttpServer {
         }
       });
     });
-    check(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*\/mcp$/.test(url), `the URL line is ${show(url)}, want http://127.0.0.1:<port>/mcp`);
+    check(/^https?:\/\/127\.0\.0\.1:[1-9][0-9]*\/mcp$/.test(url), `the URL line is ${show(url)}, want http(s)://127.0.0.1:<port>/mcp`);
     this.url = url;
     console.log(`# server (pid ${child.pid}) listening at ${url}`);
     return url;

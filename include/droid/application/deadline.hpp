@@ -32,6 +32,7 @@ namespace droid {
 /// disarms it; a token taken from it stays valid (and simply never stops).
 class deadline {
  public:
+  /// Arms a timer on `executor` that requests the stop once `limit` has passed.
   deadline(const asio::any_io_executor& executor, std::chrono::steady_clock::duration limit)
       : state_(std::make_shared<state>()), timer_(executor, limit) {
     timer_.async_wait([s = state_](const std::error_code& ec) {

@@ -117,12 +117,15 @@ struct task_promise<void> final : task_promise_base {
 template <class T>
 class [[nodiscard]] task {
  public:
-  using promise_type = detail::task_promise<T>;
-  using value_type = T;
+  using promise_type = detail::task_promise<T>;  ///< makes a function returning `task` a coroutine
+  using value_type = T;  ///< what `co_await` on the task gives
 
   task() noexcept = default;
+  /// Takes ownership of the coroutine frame `h`.
   explicit task(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
+  /// Takes the frame `other` owns; `other` is left empty.
   task(task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  /// Destroys the frame it owns, then takes `other`'s; `other` is left empty.
   task& operator=(task&& other) noexcept {
     if (this != &other) {
       destroy();
@@ -134,6 +137,7 @@ class [[nodiscard]] task {
   task& operator=(const task&) = delete;
   ~task() { destroy(); }
 
+  /// True when the task owns a frame.
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(handle_); }
 
   /// The awaiter: starts the frame by symmetric transfer and returns its value, or

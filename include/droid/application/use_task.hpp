@@ -12,17 +12,22 @@
 /// try/catch). With a stop token, a stop request cancels the operation through its
 /// cancellation slot; an operation that parks a waiter and ignores its slot would leak
 /// the waiter when it loses a race (docs/conventions.md#coroutines-and-awaiters).
+/// A stop requested from another thread is carried to the operation's executor before it
+/// touches the operation: Asio's cancellation slots are not thread-safe.
 #pragma once
 
 #include <coroutine>
+#include <memory>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include <asio/async_result.hpp>
 #include <asio/cancellation_signal.hpp>
+#include <asio/post.hpp>
 
 namespace droid {
 
@@ -65,7 +70,7 @@ struct op_result<> {
 /// Affinity: the operation's executor must run on the thread that awaits (one shard);
 /// `await_suspend` touches the awaiter after starting the operation, which is safe only
 /// because Asio never invokes a handler from inside its initiating function and no other
-/// thread can run it meanwhile.
+/// thread can run it meanwhile. A stop may be requested from any thread.
 template <class Initiation, class InitArgs, class... Args>
 class async_op_awaiter {
  public:
@@ -81,11 +86,16 @@ class async_op_awaiter {
     std::apply([&](auto&... a) { std::move(init_)(handler{this, h}, std::move(a)...); }, args_);
     // Registered after the start so that an already-requested stop cancels a live
     // operation instead of an empty slot.
-    if (stop_.stop_possible()) on_stop_.emplace(stop_, canceller{&signal_});
+    if (stop_.stop_possible()) {
+      home_thread_ = std::this_thread::get_id();
+      on_stop_.emplace(stop_, canceller{this});
+    }
   }
 
   typename op_result<Args...>::type await_resume() {
+    // Waits for a canceller running on another thread, so `relay_` is settled here.
     on_stop_.reset();
+    if (relay_) relay_->awaiter = nullptr;  // a relayed cancellation still queued finds nothing
     if constexpr (sizeof...(Args) == 0) {
       return;
     } else if constexpr (sizeof...(Args) == 1) {
@@ -96,9 +106,35 @@ class async_op_awaiter {
   }
 
  private:
+  /// A cancellation on its way from the thread that requested the stop to the
+  /// operation's executor. Why shared: it may arrive after the operation completed and
+  /// this awaiter is gone; both the relay and `await_resume` run on that executor, so
+  /// clearing `awaiter` there needs no lock.
+  struct relay {
+    async_op_awaiter* awaiter;
+  };
+
+  static constexpr bool has_executor = requires(const Initiation& i) { i.get_executor(); };
+
+  /// Runs where the stop is requested: on the awaiting thread it cancels at once;
+  /// elsewhere it posts the cancellation to the operation's executor, because emitting
+  /// a cancellation signal races with the operation it cancels (ThreadSanitizer sees a
+  /// tool's stop source, stopped from another thread, do exactly that). An initiation
+  /// that names no executor is cancelled in place, as Asio itself would.
   struct canceller {
-    asio::cancellation_signal* signal;
-    void operator()() const noexcept { signal->emit(asio::cancellation_type::total); }
+    async_op_awaiter* self;
+    void operator()() const noexcept {
+      if constexpr (has_executor) {
+        if (std::this_thread::get_id() != self->home_thread_) {
+          self->relay_ = std::make_shared<relay>(relay{self});
+          asio::post(self->init_.get_executor(), [r = self->relay_] {
+            if (r->awaiter) r->awaiter->signal_.emit(asio::cancellation_type::total);
+          });
+          return;
+        }
+      }
+      self->signal_.emit(asio::cancellation_type::total);
+    }
   };
 
   struct handler {
@@ -120,6 +156,10 @@ class async_op_awaiter {
   std::stop_token stop_;
   asio::cancellation_signal signal_;
   std::optional<std::stop_callback<canceller>> on_stop_;
+  /// Set by a canceller that ran on another thread (at most once: a stop fires once).
+  std::shared_ptr<relay> relay_;
+  /// The thread that awaits, which (see Affinity) is the one running the operation.
+  std::thread::id home_thread_;
   std::optional<std::tuple<std::decay_t<Args>...>> result_;
 };
 

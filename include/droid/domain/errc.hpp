@@ -51,6 +51,7 @@ enum class errc : int {
 /// The category for `ir::errc`; `message()` gives the JSON-RPC standard wording.
 [[nodiscard]] const std::error_category& wire_category() noexcept;
 
+/// Makes `errc` a `std::error_code` (found by argument-dependent lookup).
 [[nodiscard]] inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), wire_category()};
 }
@@ -82,6 +83,7 @@ enum class errc : int {
 /// The category for `droid::errc`.
 [[nodiscard]] const std::error_category& framework_category() noexcept;
 
+/// Makes `errc` a `std::error_code` (found by argument-dependent lookup).
 [[nodiscard]] inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), framework_category()};
 }

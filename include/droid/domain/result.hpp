@@ -14,6 +14,7 @@
 
 namespace droid {
 
+/// A `T`, or the `std::error_code` that says why there is none.
 template <class T>
 using result = boost::system::result<T, std::error_code>;
 

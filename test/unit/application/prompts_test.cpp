@@ -4,6 +4,7 @@
 #include <droid/application/server/server.hpp>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <asio/io_context.hpp>
@@ -31,6 +32,19 @@ BOOST_DESCRIBE_STRUCT(review_args, (), (code, focus))
 template <>
 struct droid::field_hints<review_args> {
   static constexpr droid::field_hint fields[] = {{"code", "The code to review"}};
+};
+
+namespace {
+/// A prompt argument with a constraint, which a prompt listing cannot carry.
+struct bounded_review_args {
+  std::string code;
+};
+BOOST_DESCRIBE_STRUCT(bounded_review_args, (), (code))
+}  // namespace
+
+template <>
+struct droid::field_hints<bounded_review_args> {
+  static constexpr droid::field_hint fields[] = {{.name = "code", .max_length = 10}};
 };
 
 namespace {
@@ -89,6 +103,17 @@ TEST_SUITE("application/prompts") {
     const auto caps = f.out->pop().at("result").at("capabilities");
     CHECK(caps.at("prompts") == boost::json::object{{"listChanged", true}});
     CHECK(caps.at("completions") == boost::json::object{});
+  }
+
+  TEST_CASE("a typed prompt whose hints declare a constraint is refused, since it would be neither listed nor checked") {
+    droid::server srv{droid::server_info{.name = "prompts-test", .version = "1"}};
+    CHECK_THROWS_WITH_AS(srv.prompt("bounded", "Refused",
+                                    [](droid::tool_context&, bounded_review_args) -> droid::task<droid::prompt_result> {
+                                      droid::prompt_result r;
+                                      co_return r;
+                                    }),
+                         R"(droid: field_hints gives the prompt argument "code" a constraint, which prompt arguments do not carry)",
+                         std::invalid_argument);
   }
 
   TEST_CASE("prompts/list lists names, descriptions and arguments") {

@@ -11,6 +11,7 @@
 #include <asio/io_context.hpp>
 
 #include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include <doctest/doctest.h>
@@ -32,6 +33,29 @@ struct point {
   int y = 0;
 };
 BOOST_DESCRIBE_STRUCT(point, (), (x, y))
+
+/// A tool's arguments with declared constraints and a defaulted member.
+struct stay_args {
+  std::string city;
+  int days = 3;
+};
+BOOST_DESCRIBE_STRUCT(stay_args, (), (city, days))
+
+/// An initialiser without `defaulted`: refused when the tool is registered.
+struct unhinted_args {
+  int days = 3;
+};
+BOOST_DESCRIBE_STRUCT(unhinted_args, (), (days))
+
+}  // namespace
+
+template <>
+struct droid::field_hints<stay_args> {
+  static constexpr droid::field_hint fields[] = {{.name = "city", .min_length = 2},
+                                                 {.name = "days", .defaulted = true, .minimum = 1, .maximum = 10}};
+};
+
+namespace {
 
 /// A server with the tools these tests need, a session on a capture, and helpers.
 struct fixture {
@@ -212,6 +236,45 @@ TEST_SUITE("application/session") {
     // No arguments at all decodes as {}.
     f.feed(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}})");
     CHECK(f.out->pop().at("result").at("isError") == true);
+  }
+
+  TEST_CASE("declared constraints are listed and enforced, and a defaulted member keeps its initialiser") {
+    fixture f;
+    f.initialize();
+    f.srv.tool("stay", "Books a stay", [](droid::tool_context&, stay_args a) -> droid::task<std::string> {
+      co_return a.city + ":" + std::to_string(a.days);
+    });
+    droid::test::poll(f.io);
+    CHECK(f.out->pop().at("method") == "notifications/tools/list_changed");
+    // The initialiser would never be used: the registration says so instead.
+    CHECK_THROWS_WITH_AS(
+        f.srv.tool("unhinted", "Refused",
+                   [](droid::tool_context&, unhinted_args) -> droid::task<std::string> { co_return ""; }),
+        R"(droid: the member "days" starts as 3 (its default member initialiser) but is required, so that value is )"
+        R"(never used: hint it .defaulted = true to make it optional with "default": 3, or remove the initialiser)",
+        std::invalid_argument);
+    // Refused before it was added: no tool, so no list_changed either.
+    droid::test::poll(f.io);
+    CHECK(f.out->sent.empty());
+    f.feed(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+    const auto listed = f.out->pop();
+    for (const auto& t : listed.at("result").at("tools").as_array()) {
+      if (t.at("name") != "stay") continue;
+      const auto& schema = t.at("inputSchema");
+      CHECK(schema.at("properties").at("days") ==
+            boost::json::parse(R"({"type":"integer","minimum":1,"maximum":10,"default":3})"));
+      CHECK(schema.at("properties").at("city") == boost::json::parse(R"({"type":"string","minLength":2})"));
+      CHECK(schema.at("required") == boost::json::array{"city"});
+    }
+    CHECK(f.call(2, "stay", R"({"city":"Oslo"})").at("result").at("content").at(0).at("text") == "Oslo:3");
+    CHECK(f.call(3, "stay", R"({"city":"Oslo","days":10})").at("result").at("content").at(0).at("text") == "Oslo:10");
+    // A broken constraint is an invalid argument like any other: a tool error the model reads.
+    auto r = f.call(4, "stay", R"({"city":"Oslo","days":11})");
+    CHECK(r.at("result").at("isError") == true);
+    CHECK(r.at("result").at("content").at(0).at("text") == "Invalid arguments: `days`: 11 is above the maximum 10");
+    r = f.call(5, "stay", R"({"city":"O"})");
+    CHECK(r.at("result").at("content").at(0).at("text") ==
+          "Invalid arguments: `city`: 1 character, at least 2 required");
   }
 
   TEST_CASE("a typed tool answers text, structured content and raw arguments") {

@@ -4,13 +4,17 @@
 /// cancellation through a stop token.
 #include <droid/application/use_task.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <stop_token>
+#include <thread>
 #include <system_error>
 
 #include <asio/error.hpp>
 #include <asio/io_context.hpp>
+#include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <doctest/doctest.h>
 
@@ -87,6 +91,40 @@ TEST_SUITE("application/use_task") {
     };
     droid::test::run(io, t());
     CHECK(ran == 1);
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("a stop requested from another thread cancels on the operation's own thread, racing completion or not") {
+    // The stop comes from a thread that does not run the operation (a tool's stop source
+    // stopped elsewhere, a user's token): the cancellation must reach the operation on its
+    // executor. Half the waits here expire as the stop arrives, so the relayed
+    // cancellation sometimes finds its operation over and its awaiter gone
+    // (ThreadSanitizer runs this suite in CI).
+    asio::io_context io;
+    auto guard = asio::make_work_guard(io);
+    std::thread runner([&] { io.run(); });
+    constexpr int rounds = 400;
+    std::atomic<int> finished{0}, aborted{0};
+    for (int i = 0; i < rounds; ++i) {
+      std::stop_source stop;
+      std::atomic<bool> started{false};
+      auto wait = [&, expiry = i % 2 == 0 ? std::chrono::microseconds(50) : std::chrono::microseconds(3'600'000'000LL)]()
+          -> droid::task<void> {
+        asio::steady_timer timer(io, expiry);
+        started = true;
+        const std::error_code ec = co_await timer.async_wait(droid::use_task(stop.get_token()));
+        if (ec == asio::error::operation_aborted) ++aborted;
+        ++finished;
+      };
+      asio::post(io, [&] { droid::spawn(io.get_executor(), wait(), [](std::exception_ptr) {}); });
+      while (!started) std::this_thread::yield();
+      stop.request_stop();
+      while (finished.load() != i + 1) std::this_thread::yield();
+    }
+    guard.reset();
+    runner.join();
+    CHECK(finished == rounds);
+    CHECK(aborted >= rounds / 2);  // every hour-long wait, and some of the short ones
     CHECK(droid::live_frames() == 0);
   }
 }

@@ -37,8 +37,8 @@ class server;
 
 /// Why a 2026 request is answered with an error before it is served.
 struct request_refusal {
-  ir::errc code = ir::errc::invalid_params;
-  std::string message{};
+  ir::errc code = ir::errc::invalid_params;  ///< the JSON-RPC error code
+  std::string message{};  ///< the error's `message`
   /// JSON text of `error.data`, or empty.
   std::string data{};
   /// The HTTP status the specification gives the error.
@@ -57,6 +57,7 @@ struct request_refusal {
 /// The two halves of `is_modern_request`, for a caller that parses the params anyway: a
 /// method that exists only in 2026-07-28, and params whose `_meta` names a version.
 [[nodiscard]] bool is_modern_only(std::string_view method) noexcept;
+/// True when `params` has a `_meta` that names a protocol version.
 [[nodiscard]] bool names_modern_version(const ir::json_node& params) noexcept;
 /// True when `params` (validated text) may name a version: the key's text is in it.
 /// Why: the cheap test a 2025 request pays instead of a parse.

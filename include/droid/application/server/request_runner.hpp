@@ -64,6 +64,7 @@ struct runner_call;
 /// Lifetime: the `server` must outlive the runner.
 class request_runner : public std::enable_shared_from_this<request_runner> {
  public:
+  /// A runner for `srv`'s requests on `executor` (shared: its coroutines keep it alive).
   [[nodiscard]] static std::shared_ptr<request_runner> create(server& srv, asio::any_io_executor executor);
   ~request_runner();
   request_runner(const request_runner&) = delete;
@@ -100,7 +101,7 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// Ends everything: waiting questions resume with "the session ended", every request
   /// is cancelled, nothing more is sent. Idempotent.
   void close();
-  [[nodiscard]] bool is_closed() const noexcept;
+  [[nodiscard]] bool is_closed() const noexcept;  ///< true once `close()` ran
 
   /// Hands the peer's answer (a response or error) to the question waiting for its id.
   /// Answers that match nothing are dropped and counted, never dispatched.
@@ -120,6 +121,7 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// (engine internal: whichever shard served the request posts these to the runner that
   /// runs the task). Unknown tasks are ignored.
   void answer_task(const std::string& id, std::vector<std::pair<std::string, boost::json::value>> answers);
+  /// Stops task `id`'s tool (see `answer_task`).
   void stop_task(const std::string& id);
   /// Where a task sends what concerns no request (its progress, its status): the
   /// session's own stream, which the session keeps current (null: none).
@@ -138,6 +140,7 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   [[nodiscard]] std::size_t outstanding_exchanges() const noexcept;
   /// Answers from the peer that matched no question (dropped, for diagnostics).
   [[nodiscard]] std::size_t dropped_responses() const noexcept;
+  /// Where every member function and task runs.
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
 
   /// The implementation; opaque (public only so the records in its translation unit can

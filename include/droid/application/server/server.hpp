@@ -54,13 +54,13 @@ class task_store;
 
 /// What `initialize` says about the server (`serverInfo` and `instructions`).
 struct server_info {
-  std::string name{};
-  std::string version{};
-  std::string title{};
+  std::string name{};  ///< `serverInfo.name`
+  std::string version{};  ///< `serverInfo.version`
+  std::string title{};  ///< `serverInfo.title`, a display name; omitted when empty
   /// Guidance for the model on how to use this server; omitted when empty.
   std::string instructions{};
-  std::string website_url{};
-  std::vector<icon> icons{};
+  std::string website_url{};  ///< `serverInfo.websiteUrl`; omitted when empty
+  std::vector<icon> icons{};  ///< `serverInfo.icons`
 };
 
 /// Server-wide settings.
@@ -81,16 +81,16 @@ struct server_options {
   /// changes what it registers, and a stale list is worse than a refetch; a server whose
   /// lists are fixed should raise these.
   struct cache_hints {
-    cache_hint discover{};
-    cache_hint tools{};
-    cache_hint prompts{};
-    cache_hint resources{};
-    cache_hint resource_templates{};
+    cache_hint discover{};  ///< `server/discover`
+    cache_hint tools{};  ///< `tools/list`
+    cache_hint prompts{};  ///< `prompts/list`
+    cache_hint resources{};  ///< `resources/list`
+    cache_hint resource_templates{};  ///< `resources/templates/list`
     /// `resources/read`, unless the resource or template sets its own. Private by
     /// default: contents are the likeliest to depend on who asks.
     cache_hint reads{std::chrono::milliseconds(0), cache_scope::private_};
   };
-  cache_hints cache{};
+  cache_hints cache{};  ///< the hints; see `cache_hints`
 
   /// Multi round-trip requests (2026-07-28): a tool's question becomes an
   /// `input_required` result and the client's retry resumes the tool. Every bound is on
@@ -114,9 +114,9 @@ struct server_options {
     /// first), and for how long. A retry that finds no frame replays the tool, so these
     /// bound memory, not correctness. 0 keeps none: every retry replays.
     std::size_t max_kept_frames = 1024;
-    std::chrono::milliseconds frame_ttl{std::chrono::minutes(5)};
+    std::chrono::milliseconds frame_ttl{std::chrono::minutes(5)};  ///< see `max_kept_frames`
   };
-  multi_round_options multi_round{};
+  multi_round_options multi_round{};  ///< see `multi_round_options`
 
   /// Tasks: tool calls that answer with a task id at once and that the client polls
   /// (docs/tasks.md). Every bound is on by default.
@@ -135,7 +135,7 @@ struct server_options {
     /// The polling interval the client is told.
     std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
   };
-  task_options tasks{};
+  task_options tasks{};  ///< see `task_options`
 };
 
 namespace detail {
@@ -310,6 +310,7 @@ using completion_request = detail::completion_request_base;
 /// Lifetime: must outlive every session and transport that serves it.
 class server {
  public:
+  /// A server that introduces itself with `info` (in `initialize` and `server/discover`).
   explicit server(server_info info, server_options options = {});
   ~server();
   server(const server&) = delete;
@@ -332,7 +333,10 @@ class server {
   ///   (becomes `structuredContent`, and its schema `outputSchema`).
   ///
   /// Errors: throws `std::invalid_argument` when the name breaks MCP's naming rule, the
-  /// description is empty (clients reject such tools), or the name is already taken.
+  /// description is empty (clients reject such tools), or the name is already taken; and
+  /// for typed arguments, when a `field_hint` names no member or gives one a constraint
+  /// it cannot carry or keep, or a member not hinted `defaulted` has an initialiser that
+  /// would never be used (see `field_hint`).
   template <class Handler>
   server& tool(tool_info info, Handler&& handler) {
     using H = std::decay_t<Handler>;
@@ -364,6 +368,8 @@ class server {
                     "droid: tool arguments must be a Boost.Describe'd struct (BOOST_DESCRIBE_STRUCT) or "
                     "boost::json::object");
       if constexpr (detail::described_struct<A>) {
+        // Even with a schema given: the decoder enforces the hints' constraints.
+        detail::check_arguments<A>();
         if (!info.input_schema) info.input_schema = schema_of<A>();
       }
       entry->invoke = [shared_handler](tool_context& ctx, const ir::json_node* node) -> task<tool_result> {
@@ -459,7 +465,14 @@ class server {
                     "droid: prompt arguments are strings: use std::string or std::optional<std::string>");
       prompt_argument a;
       a.name = d.name;
-      if (const field_hint* h = detail::find_hint<A>(d.name)) a.description = std::string(h->description);
+      if (const field_hint* h = detail::find_hint<A>(d.name)) {
+        // A prompt argument is listed with a name and a description only, and its value
+        // is not decoded, so a constraint would be neither shown nor checked.
+        if (detail::has_checks(*h))
+          throw std::invalid_argument("droid: field_hints gives the prompt argument " + detail::quoted(d.name) +
+                                      " a constraint, which prompt arguments do not carry");
+        a.description = std::string(h->description);
+      }
       a.required = std::is_same_v<M, std::string>;
       info.arguments.push_back(std::move(a));
     });
@@ -500,9 +513,13 @@ class server {
   /// (`notifications/resources/updated`, on the session's own stream).
   void resource_updated(std::string_view uri);
 
+  /// How many tools are registered.
   [[nodiscard]] std::size_t tool_count() const;
+  /// How many resources and resource templates are registered.
   [[nodiscard]] std::size_t resource_count() const;
+  /// How many prompts are registered.
   [[nodiscard]] std::size_t prompt_count() const;
+  /// True when a completer is registered (the server then declares `completions`).
   [[nodiscard]] bool has_completers() const;
 
   /// Calls `handler(peer)` when a client says its roots changed
@@ -513,7 +530,9 @@ class server {
   void on_roots_list_changed(std::function<void(const peer_info&)> handler);
   /// Engine-facing: runs the roots handlers.
   void roots_list_changed(const peer_info& peer) const;
+  /// What the server was constructed with.
   [[nodiscard]] const server_info& info() const noexcept { return info_; }
+  /// The settings the server was constructed with.
   [[nodiscard]] const server_options& options() const noexcept { return options_; }
 
   // ---- engine-facing: used by sessions, not by tool authors --------------------------

@@ -97,10 +97,13 @@ class session : public std::enable_shared_from_this<session> {
 
   /// Requests currently being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;
+  /// True once the client's `initialize` has been answered.
   [[nodiscard]] bool is_initialized() const noexcept;
+  /// True once the session has ended (`close()`).
   [[nodiscard]] bool is_closed() const noexcept;
   /// What the client declared in `initialize`.
   [[nodiscard]] const peer_info& peer() const noexcept;
+  /// The shard executor the session runs on.
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
   /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
   [[nodiscard]] std::size_t dropped_responses() const noexcept;

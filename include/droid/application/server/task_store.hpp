@@ -41,7 +41,9 @@ namespace droid {
 /// stays cancelled).
 enum class task_status : std::uint8_t { working, input_required, completed, failed, cancelled };
 
+/// The status as the wire writes it (`working`, `input_required`, ...).
 [[nodiscard]] std::string_view to_string(task_status s) noexcept;
+/// True for `completed`, `failed` and `cancelled`.
 [[nodiscard]] constexpr bool is_terminal(task_status s) noexcept {
   return s == task_status::completed || s == task_status::failed || s == task_status::cancelled;
 }
@@ -54,13 +56,13 @@ struct task_record {
   /// Who may see the task: a 2025 session and its principal, or a 2026 request's
   /// principal; empty when nothing identifies the client (the id alone then guards it).
   std::string owner{};
-  task_status status = task_status::working;
-  std::string status_message{};
-  std::chrono::system_clock::time_point created_at{};
-  std::chrono::system_clock::time_point last_updated_at{};
+  task_status status = task_status::working;  ///< where the task is in its life
+  std::string status_message{};  ///< a sentence for the client (`statusMessage`), or empty
+  std::chrono::system_clock::time_point created_at{};  ///< `createdAt`
+  std::chrono::system_clock::time_point last_updated_at{};  ///< `lastUpdatedAt`
   /// How long after its creation the task (and its result) is kept.
   std::chrono::milliseconds ttl{0};
-  std::chrono::milliseconds poll_interval{0};
+  std::chrono::milliseconds poll_interval{0};  ///< the polling interval the client is told
   /// The protocol revision of the request that created it ("2025-11-25", "2026-07-28"):
   /// the two eras render a task differently.
   std::string revision{};
@@ -70,14 +72,15 @@ struct task_record {
   /// JSON text: the tool's result (`completed`; in a 2025 task also a tool error that is
   /// `failed`), or the JSON-RPC error object (`failed` by a protocol error).
   std::string result{};
-  std::string error{};
+  std::string error{};  ///< JSON text of the JSON-RPC error object that failed it, or empty
 
+  /// When the task expires (`created_at + ttl`); the store may drop it from then on.
   [[nodiscard]] std::chrono::system_clock::time_point expires_at() const noexcept { return created_at + ttl; }
 };
 
 /// A page of `list`.
 struct task_page {
-  std::vector<task_record> tasks{};
+  std::vector<task_record> tasks{};  ///< the tasks on this page
   /// Where the next page starts (empty: this page is the last).
   std::string next{};
 };
@@ -128,6 +131,7 @@ class task_store {
 /// whenever the store is used, so a full store frees itself as time passes.
 class memory_task_store final : public task_store {
  public:
+  /// The clock type a store reads its time from.
   using clock_fn = std::function<std::chrono::system_clock::time_point()>;
   /// `now`: the clock that judges expiry and stamps updates (tests give a manual one).
   explicit memory_task_store(std::size_t max_tasks = 1024, std::size_t max_result_bytes = 64u << 20,

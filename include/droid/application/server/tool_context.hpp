@@ -56,14 +56,20 @@ template <class T>
 class exchange_outcome {
  public:
   exchange_outcome() = default;
+  /// An answer.
   explicit exchange_outcome(T v) : value_(std::move(v)), ok_(true) {}
+  /// No answer, and why.
   explicit exchange_outcome(exchange_error e) : error_(std::move(e)) {}
 
+  /// True when there is an answer.
   [[nodiscard]] explicit operator bool() const noexcept { return ok_; }
+  /// True when there is an answer.
   [[nodiscard]] bool has_value() const noexcept { return ok_; }
   /// The answer. Precondition: `has_value()`.
   [[nodiscard]] const T& value() const noexcept { return value_; }
+  /// The answer, to move out of. Precondition: `has_value()`.
   [[nodiscard]] T& value() noexcept { return value_; }
+  /// The answer's members. Precondition: `has_value()`.
   [[nodiscard]] const T* operator->() const noexcept { return &value_; }
   /// Why there is no answer. Precondition: `!has_value()`.
   [[nodiscard]] const exchange_error& error() const noexcept { return error_; }
@@ -87,8 +93,8 @@ enum class elicit_action {
 /// A form elicitation's answer: the action, and for `accept` the decoded content.
 template <class T>
 struct elicitation {
-  elicit_action action = elicit_action::cancel;
-  std::optional<T> content{};
+  elicit_action action = elicit_action::cancel;  ///< what the user chose
+  std::optional<T> content{};  ///< the decoded form, for `accept`
 };
 
 namespace detail {
@@ -176,7 +182,9 @@ class protocol_error : public std::runtime_error {
   /// given, the JSON text of `error.data`.
   protocol_error(std::int64_t code, const std::string& message, std::string data_json = {})
       : std::runtime_error(message), code_(code), data_(std::move(data_json)) {}
+  /// The JSON-RPC error code of the answer.
   [[nodiscard]] std::int64_t code() const noexcept { return code_; }
+  /// The JSON text of `error.data`, or empty.
   [[nodiscard]] const std::string& data() const noexcept { return data_; }
 
  private:
@@ -197,6 +205,7 @@ class ask_options {
   ask_options() = default;
   /// A key alone, from a literal: `ctx.list_roots("client_roots")`.
   ask_options(const char* key) : key(key) {}  // NOLINT(google-explicit-constructor): the point is brevity
+  /// A key, and an extra token that cancels the question.
   ask_options(std::string key, std::stop_token stop = {}) : key(std::move(key)), stop(std::move(stop)) {}
 
   /// The question's name in a 2026-07-28 `inputRequests` map, which the client's
@@ -215,8 +224,11 @@ class ask_options {
 /// Why awaitable at all: back-pressure (a slow client) may make it suspend one day, and
 /// making tools write `co_await` now means that change breaks nobody.
 struct [[nodiscard]] send_awaiter {
+  /// Always ready: nothing waits.
   bool await_ready() const noexcept { return true; }
+  /// Never called (the awaiter is always ready).
   void await_suspend(std::coroutine_handle<>) const noexcept {}
+  /// Nothing to return: the message is queued.
   void await_resume() const noexcept {}
 };
 
@@ -247,9 +259,13 @@ class [[nodiscard]] exchange_awaiter {
   exchange_awaiter(const exchange_awaiter&) = delete;
   exchange_awaiter& operator=(const exchange_awaiter&) = delete;
 
+  /// Completes at once when the question cannot be asked, or is answered already.
   bool await_ready();
+  /// Records the question, then sends it; the tool stays parked until the answer, a
+  /// cancellation or the end of the session resumes it.
   // void: the coroutine is parked in the table; publishing cannot fail synchronously.
   void await_suspend(std::coroutine_handle<> h);
+  /// The peer's answer, or why there is none.
   exchange_result await_resume();
 
  private:
@@ -281,9 +297,10 @@ class [[nodiscard]] exchange_awaiter {
 /// `baggage`; MCP reserves these keys for OpenTelemetry in both eras). Why kept: a tool
 /// that calls other services continues the client's trace by passing these on.
 struct trace_context {
-  std::string traceparent{};
-  std::string tracestate{};
-  std::string baggage{};
+  std::string traceparent{};  ///< the W3C `traceparent`
+  std::string tracestate{};  ///< the W3C `tracestate`
+  std::string baggage{};  ///< the W3C `baggage`
+  /// True when the request carried none of the three.
   [[nodiscard]] bool empty() const noexcept { return traceparent.empty() && tracestate.empty() && baggage.empty(); }
 };
 
@@ -295,6 +312,7 @@ struct trace_context {
 /// Lifetime: valid until the tool's task completes; do not keep it beyond that.
 class tool_context {
  public:
+  /// Made by the engine for each call; a tool receives it by reference.
   tool_context(detail::request_channel& channel, const peer_info& peer, ir::request_id id,
                std::optional<ir::request_id> progress_token, std::stop_token stop, asio::any_io_executor executor,
                trace_context trace = {})
@@ -309,6 +327,7 @@ class tool_context {
   /// Requested when the peer cancels this request or the session ends. Pass it to
   /// `droid::use_task(token)` to make any Asio operation cancellable.
   [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
+  /// True once `stop_token()` has been requested.
   [[nodiscard]] bool is_cancelled() const noexcept { return stop_.stop_requested(); }
 
   /// The id of the request being served, as the peer sent it (in a 2026-07-28 request
@@ -358,6 +377,7 @@ class tool_context {
                                           std::stop_token stop = {});
   /// The same with a name for the question (see `ask_options::key`).
   [[nodiscard]] exchange_awaiter exchange(std::string method, std::string params_json, ask_options options);
+  /// The same with params as a JSON object and a name for the question.
   [[nodiscard]] exchange_awaiter exchange(std::string method, const boost::json::object& params,
                                           ask_options options);
 
@@ -365,10 +385,12 @@ class tool_context {
   /// when the client did not declare `sampling` (or `sampling.tools`, when the request
   /// carries tools).
   [[nodiscard]] task<exchange_outcome<sampling_result>> sample(sampling_request request, std::stop_token stop = {});
+  /// The same with a name for the question (see `ask_options::key`).
   [[nodiscard]] task<exchange_outcome<sampling_result>> sample(sampling_request request, ask_options options);
 
   /// Asks the client for its roots (`roots/list`). Refused when it did not declare `roots`.
   [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(std::stop_token stop = {});
+  /// The same with a name for the question (see `ask_options::key`).
   [[nodiscard]] task<exchange_outcome<std::vector<root>>> list_roots(ask_options options);
 
   /// Asks the user to fill in a form (`elicitation/create`, form mode) whose
@@ -379,6 +401,7 @@ class tool_context {
   [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, std::stop_token stop = {}) {
     return elicit<T>(std::move(message), ask_options(std::string(), std::move(stop)));
   }
+  /// The same with a name for the question (see `ask_options::key`).
   template <class T>
   [[nodiscard]] task<exchange_outcome<elicitation<T>>> elicit(std::string message, ask_options options);
 
@@ -389,6 +412,7 @@ class tool_context {
   [[nodiscard]] task<exchange_outcome<elicit_action>> elicit_url(std::string message, std::string url,
                                                                  std::string elicitation_id,
                                                                  std::stop_token stop = {});
+  /// The same with a name for the question (see `ask_options::key`).
   [[nodiscard]] task<exchange_outcome<elicit_action>> elicit_url(std::string message, std::string url,
                                                                  std::string elicitation_id, ask_options options);
   /// Runs `effect` once per request, however many rounds the request takes, and returns

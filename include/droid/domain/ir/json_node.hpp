@@ -30,16 +30,21 @@ class json_node;
 /// bytes are a `simdjson::dom::element` (checked by a static_assert in decode.cpp).
 class json_node {
  public:
+  /// The JSON type of a value; `unsigned_integer` is an integer above `INT64_MAX`.
   enum class type : std::uint8_t { null, boolean, integer, unsigned_integer, floating, string, array, object };
 
+  /// The value's type.
   [[nodiscard]] type kind() const noexcept;
+  /// True for integers, unsigned integers and floating point.
   [[nodiscard]] bool is_number() const noexcept {
     const type k = kind();
     return k == type::integer || k == type::unsigned_integer || k == type::floating;
   }
   /// Precondition: `kind()` is the matching type (checked by the typed decoders).
   [[nodiscard]] bool boolean() const noexcept;
+  /// Precondition: `kind()` is `type::integer`.
   [[nodiscard]] std::int64_t integer() const noexcept;
+  /// Precondition: `kind()` is `type::unsigned_integer`.
   [[nodiscard]] std::uint64_t unsigned_integer() const noexcept;
   /// Any number, as a double.
   [[nodiscard]] double number() const noexcept;
@@ -85,6 +90,7 @@ class json_node {
 [[nodiscard]] std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&),
                                          void* ctx, std::string_view* detail = nullptr);
 
+/// The same with any callable `f(const json_node&)`.
 template <class F>
 [[nodiscard]] std::error_code visit_json(std::string_view text, F&& f, std::string_view* detail = nullptr) {
   return visit_json(

@@ -29,9 +29,10 @@ enum class json_kind : std::uint8_t { absent, null, boolean, number, string, arr
 /// may be handed to a lazy parser without re-validation; a plain view carries no such
 /// promise. Lifetime: borrows the `message` (or other owner) it came from.
 struct raw_json {
-  std::string_view text;
-  json_kind kind = json_kind::absent;
+  std::string_view text;  ///< the text; empty when absent
+  json_kind kind = json_kind::absent;  ///< what the text holds, or `absent`
 
+  /// True when the member was in the message.
   [[nodiscard]] bool present() const noexcept { return kind != json_kind::absent; }
 };
 
@@ -52,9 +53,13 @@ enum class message_kind : std::uint8_t {
 /// (a `std::string` with its bytes inline would).
 class message {
  public:
+  /// What the message is.
   [[nodiscard]] message_kind kind() const noexcept { return kind_; }
+  /// True for a request (method and id).
   [[nodiscard]] bool is_request() const noexcept { return kind_ == message_kind::request; }
+  /// True for a notification (method, no id).
   [[nodiscard]] bool is_notification() const noexcept { return kind_ == message_kind::notification; }
+  /// True for a response or an error response.
   [[nodiscard]] bool is_response() const noexcept {
     return kind_ == message_kind::response || kind_ == message_kind::error;
   }
@@ -78,9 +83,9 @@ class message {
 
   /// Where a member's text sits in the message (used by the decoder that fills it).
   struct span {
-    std::uint32_t offset = 0;
-    std::uint32_t size = 0;
-    json_kind kind = json_kind::absent;
+    std::uint32_t offset = 0;  ///< first byte, from the start of the message
+    std::uint32_t size = 0;  ///< length in bytes
+    json_kind kind = json_kind::absent;  ///< what the member holds, or `absent`
   };
 
  private:
@@ -106,8 +111,8 @@ class message {
 /// Why a struct and not an `error_code`: the answer needs the id when one could be
 /// trusted (JSON-RPC echoes it for -32600 when it is valid) and a sentence for the peer.
 struct rejection {
-  errc code = errc::invalid_request;
-  std::string message;
+  errc code = errc::invalid_request;  ///< the JSON-RPC error code to answer with
+  std::string message;  ///< a sentence for the peer (`error.message`)
   /// The id to answer with; empty means `id: null`.
   std::optional<request_id> id;
   /// False for malformed *responses*: JSON-RPC never answers an answer

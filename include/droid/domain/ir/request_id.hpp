@@ -30,12 +30,18 @@ namespace droid::ir {
 class request_id {
  public:
   request_id() noexcept = default;
+  /// An integer id.
   request_id(std::int64_t n) noexcept : integer_(n) {}  // NOLINT: ids are written as literals in tests
+  /// A string id.
   explicit request_id(std::string s) noexcept : string_(std::move(s)), is_string_(true) {}
 
+  /// True for an integer id.
   [[nodiscard]] bool is_integer() const noexcept { return !is_string_; }
+  /// True for a string id.
   [[nodiscard]] bool is_string() const noexcept { return is_string_; }
+  /// The integer. Precondition: `is_integer()`.
   [[nodiscard]] std::int64_t integer() const noexcept { return integer_; }
+  /// The string. Precondition: `is_string()`.
   [[nodiscard]] const std::string& string() const noexcept { return string_; }
 
   /// Appends the id as a JSON value (a number, or a string with JSON escapes).
@@ -47,6 +53,7 @@ class request_id {
     return s;
   }
 
+  /// Equal when of the same kind and value: `7` and `"7"` differ.
   friend bool operator==(const request_id& a, const request_id& b) noexcept {
     return a.is_string_ == b.is_string_ && (a.is_string_ ? a.string_ == b.string_ : a.integer_ == b.integer_);
   }

@@ -57,9 +57,13 @@ class content {
   /// About how many bytes `append_json` writes (never fewer when nothing needs escaping).
   [[nodiscard]] std::size_t json_size_hint() const noexcept;
 
+  /// Copies `other`.
   content(const content& other);
+  /// Takes `other`'s block.
   content(content&& other) noexcept;
+  /// Copies `other`.
   content& operator=(const content& other);
+  /// Takes `other`'s block.
   content& operator=(content&& other) noexcept;
   ~content() = default;
 
@@ -111,8 +115,11 @@ class tool_result {
   /// Marks the result as a tool execution error.
   tool_result& set_error(bool is_error = true) noexcept;
 
+  /// True when the result is a tool execution error (`isError`).
   [[nodiscard]] bool is_error() const noexcept { return is_error_; }
+  /// The content blocks, in order.
   [[nodiscard]] const std::vector<content>& blocks() const noexcept { return content_; }
+  /// `structuredContent`, when set.
   [[nodiscard]] const std::optional<boost::json::object>& structured_content() const noexcept { return structured_; }
 
   /// The `CallToolResult` JSON text.

@@ -47,9 +47,13 @@
 /// `field_hints`), so a client can prefill the form.
 ///
 /// ## Why `elicit_hints` and not `field_hints`
-/// A form field has more to say than a tool argument (a `title` for the label, a `format`,
-/// length and item bounds), and those keywords mean nothing to a model reading an
-/// `inputSchema`. Growing `field_hint` would put them there too.
+/// The constraints are one vocabulary: `minimum`, `maximum`, `min_length`, `max_length`,
+/// `min_items`, `max_items` have the same names, types, checks and error sentences in
+/// both (schema.hpp holds the shared checks). What differs is what each may carry: a
+/// form field has a `title` and a `format`, which mean nothing to a model reading an
+/// `inputSchema`, and MCP's form schema has no `pattern`, exclusive bounds or string
+/// enums, which a tool argument may have. One struct for both would let each accept
+/// keywords the other's clients refuse.
 ///
 /// ## Why integer bounds come only from hints
 /// `schema_of` states the range of narrow integer types so a model does not offer 5e9 for
@@ -94,23 +98,23 @@ namespace droid {
 /// that `static constexpr` arrays accept. Designated initialisers must follow the order
 /// of the members below.
 struct elicit_field {
-  std::string_view name;
+  std::string_view name;  ///< the member's name, as `BOOST_DESCRIBE_STRUCT` lists it
   /// The label a client shows (`title`).
   std::string_view title = {};
-  std::string_view description = {};
+  std::string_view description = {};  ///< help text for the field (`description`)
   /// Strings only: one of `email`, `uri`, `date`, `date-time`.
   std::string_view format = {};
   /// Not required, and `default` is the member's value in a value-initialised `T`.
   bool defaulted = false;
   /// Integer and number members only. For integers: whole numbers the type can hold.
   std::optional<double> minimum = {};
-  std::optional<double> maximum = {};
+  std::optional<double> maximum = {};  ///< see `minimum`
   /// String members only, in Unicode code points (as JSON Schema counts them).
   std::optional<std::size_t> min_length = {};
-  std::optional<std::size_t> max_length = {};
+  std::optional<std::size_t> max_length = {};  ///< see `min_length`
   /// Multi-select members only: how many options must / may be chosen.
   std::optional<std::size_t> min_items = {};
-  std::optional<std::size_t> max_items = {};
+  std::optional<std::size_t> max_items = {};  ///< see `min_items`
 };
 
 /// Specialise with `static constexpr elicit_field fields[] = {...};` to label members.
@@ -179,60 +183,21 @@ constexpr bool uses_enum_names() {
   else return false;
 }
 
-/// `s` in double quotes. Built by appending into a reserved string: g++ 12 at -O3 reports
-/// a false `-Wrestrict` overlap for `"\"" + std::string(s) + "\""`.
-inline std::string quoted(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  out += s;
-  out += '"';
-  return out;
-}
-
-inline std::string count_text(std::size_t n, std::string_view noun) {
-  std::string s = std::to_string(n) + " " + std::string(noun);
-  if (n != 1) s += 's';
-  return s;
-}
-
-/// Code points in well-formed UTF-8: every byte that is not a continuation byte.
-inline std::size_t code_points(std::string_view s) {
-  std::size_t n = 0;
-  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 /// True when `v` keeps the bounds, lengths and item counts `h` states; otherwise false,
 /// with `error` a sentence naming `path`. Types and enum names are `decode_value`'s job.
 template <class V>
-bool keeps_hints(const V& v, const elicit_field& h, const std::string& path, std::string& error) {
+bool keeps_hints(const V& v, const elicit_field& h, const json_path& path, std::string& error) {
   if constexpr (std::is_same_v<V, std::string>) {
-    const std::size_t n = code_points(v);
-    if (h.min_length && n < *h.min_length)
-      return error = "`" + path + "`: " + count_text(n, "character") + ", at least " + std::to_string(*h.min_length) +
-                     " required",
-             false;
-    if (h.max_length && n > *h.max_length)
-      return error = "`" + path + "`: " + count_text(n, "character") + ", at most " + std::to_string(*h.max_length) +
-                     " allowed",
-             false;
+    return keeps_length(v, h.min_length, h.max_length, path, error);
   } else if constexpr (integer<V> || std::is_floating_point_v<V>) {
-    const double x = static_cast<double>(v);
-    std::string text;
-    if constexpr (integer<V>) text = std::to_string(v);
-    else text = number_text(x);
-    if (h.minimum && x < *h.minimum)
-      return error = "`" + path + "`: " + text + " is below the minimum " + number_text(*h.minimum), false;
-    if (h.maximum && x > *h.maximum)
-      return error = "`" + path + "`: " + text + " is above the maximum " + number_text(*h.maximum), false;
+    return keeps_range(v, h.minimum, h.maximum, path, error);
   } else if constexpr (is_vector<V>::value) {
     if (h.min_items && v.size() < *h.min_items)
-      return error = "`" + path + "`: " + std::to_string(v.size()) + " selected, at least " +
+      return error = path.quoted() + ": " + std::to_string(v.size()) + " selected, at least " +
                      std::to_string(*h.min_items) + " required",
              false;
     if (h.max_items && v.size() > *h.max_items)
-      return error = "`" + path + "`: " + std::to_string(v.size()) + " selected, at most " +
+      return error = path.quoted() + ": " + std::to_string(v.size()) + " selected, at most " +
                      std::to_string(*h.max_items) + " allowed",
              false;
   }
@@ -263,19 +228,7 @@ void check_hint_fits(const elicit_field& h) {
     throw std::invalid_argument(who +
                                 " minItems or maxItems, which only multi-select members (std::vector of an enum) "
                                 "can have");
-  for (const std::optional<double>& b : {h.minimum, h.maximum}) {
-    if (!b) continue;
-    if (!std::isfinite(*b)) throw std::invalid_argument(who + " a bound that is not a finite number");
-    if constexpr (k == form_kind::integer) {
-      // 2^53: beyond it a JSON number (a double in every JavaScript client) is not exact.
-      constexpr double exact = 9007199254740992.0;
-      const bool fits = std::trunc(*b) == *b && *b >= static_cast<double>(std::numeric_limits<V>::min()) &&
-                        *b <= static_cast<double>(std::numeric_limits<V>::max()) && std::fabs(*b) <= exact;
-      if (!fits)
-        throw std::invalid_argument(who + " the bound " + number_text(*b) +
-                                    ", which is not a whole number its integer type can hold");
-    }
-  }
+  for (const std::optional<double>& b : {h.minimum, h.maximum}) check_bound<V>(b, who);
   if (h.minimum && h.maximum && *h.minimum > *h.maximum)
     throw std::invalid_argument(who + " a minimum above its maximum");
   if (h.min_length && h.max_length && *h.min_length > *h.max_length)

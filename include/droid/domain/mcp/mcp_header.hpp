@@ -50,7 +50,7 @@ struct header_param {
   /// The keys that lead from `arguments` to the value: `{"location", "region"}` for
   /// `arguments.location.region`.
   std::vector<std::string> path{};
-  header_param_type type = header_param_type::string;
+  header_param_type type = header_param_type::string;  ///< how the value is written in the header
 };
 
 /// True when `name` is an HTTP token (RFC 9110 `1*tchar`): the characters a header field

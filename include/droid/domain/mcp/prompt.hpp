@@ -17,38 +17,42 @@ namespace droid {
 
 /// One argument a prompt takes (prompt arguments are strings).
 struct prompt_argument {
-  std::string name{};
-  std::string title{};
-  std::string description{};
-  bool required = false;
+  std::string name{};  ///< the key in `prompts/get`'s `arguments`
+  std::string title{};  ///< a display name; omitted when empty
+  std::string description{};  ///< omitted when empty
+  bool required = false;  ///< a `prompts/get` without it is refused
 };
 
 /// Everything `prompts/list` reports about one prompt.
 struct prompt_info {
-  std::string name{};
-  std::string title{};
-  std::string description{};
-  std::vector<prompt_argument> arguments{};
-  std::vector<icon> icons{};
+  std::string name{};  ///< what `prompts/get` names
+  std::string title{};  ///< a display name; omitted when empty
+  std::string description{};  ///< omitted when empty
+  std::vector<prompt_argument> arguments{};  ///< the arguments it takes, in order
+  std::vector<icon> icons{};  ///< `icons`, omitted when empty
 };
 
 /// One message of a prompt: a role and one content block (text, image, audio, an
 /// embedded resource or a resource link).
 struct prompt_message {
   std::string role = "user";  ///< "user" or "assistant"
-  content block = content::text("");
+  content block = content::text("");  ///< the message's one block
 
+  /// A message from the user.
   [[nodiscard]] static prompt_message user(content c) { return prompt_message{"user", std::move(c)}; }
+  /// A message from the assistant.
   [[nodiscard]] static prompt_message assistant(content c) { return prompt_message{"assistant", std::move(c)}; }
 };
 
 /// What `prompts/get` returns.
 struct prompt_result {
-  std::string description{};
-  std::vector<prompt_message> messages{};
+  std::string description{};  ///< omitted when empty
+  std::vector<prompt_message> messages{};  ///< the messages, in order
 };
 
+/// The prompt's `prompts/list` entry.
 [[nodiscard]] boost::json::object to_json(const prompt_info& info);
+/// The `GetPromptResult` object.
 [[nodiscard]] boost::json::object to_json(const prompt_result& result);
 
 }  // namespace droid

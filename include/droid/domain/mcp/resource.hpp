@@ -32,21 +32,21 @@ enum class cache_scope : std::uint8_t {
 struct cache_hint {
   /// How long the client may consider the result fresh; 0 means "refetch each time".
   std::chrono::milliseconds ttl{0};
-  cache_scope scope = cache_scope::public_;
+  cache_scope scope = cache_scope::public_;  ///< who may keep it
 };
 
 /// A concrete resource: what `resources/list` says about it.
 struct resource_info {
-  std::string uri{};
-  std::string name{};
-  std::string title{};
-  std::string description{};
-  std::string mime_type{};
+  std::string uri{};  ///< what `resources/read` names
+  std::string name{};  ///< a short name, required by MCP
+  std::string title{};  ///< a display name; omitted when empty
+  std::string description{};  ///< omitted when empty
+  std::string mime_type{};  ///< `mimeType`; omitted when empty
   /// Size in bytes, when known (lets a client decide before reading).
   std::optional<std::int64_t> size{};
   /// MCP annotations (`audience`, `priority`, `lastModified`), verbatim.
   boost::json::object annotations{};
-  std::vector<icon> icons{};
+  std::vector<icon> icons{};  ///< `icons`, omitted when empty
   /// The cache hint of this resource's `resources/read` result (2026-07-28 clients);
   /// none: the server's `server_options::cache.reads`.
   std::optional<cache_hint> cache{};
@@ -54,13 +54,13 @@ struct resource_info {
 
 /// A family of resources named by an RFC 6570 template (levels 1 and 2).
 struct resource_template_info {
-  std::string uri_template{};
-  std::string name{};
-  std::string title{};
-  std::string description{};
-  std::string mime_type{};
-  boost::json::object annotations{};
-  std::vector<icon> icons{};
+  std::string uri_template{};  ///< `uriTemplate`, e.g. `file:///{+path}`
+  std::string name{};  ///< a short name, required by MCP
+  std::string title{};  ///< a display name; omitted when empty
+  std::string description{};  ///< omitted when empty
+  std::string mime_type{};  ///< `mimeType` of the resources it names; omitted when empty
+  boost::json::object annotations{};  ///< MCP annotations, verbatim
+  std::vector<icon> icons{};  ///< `icons`, omitted when empty
   /// The cache hint of a `resources/read` of a URI this template matches; none: the
   /// server's `server_options::cache.reads`.
   std::optional<cache_hint> cache{};
@@ -68,9 +68,9 @@ struct resource_template_info {
 
 /// One item of a `resources/read` result: text or a binary blob.
 struct resource_contents {
-  std::string uri{};
-  std::string mime_type{};
-  std::optional<std::string> text{};
+  std::string uri{};  ///< the URI read
+  std::string mime_type{};  ///< `mimeType`; omitted when empty
+  std::optional<std::string> text{};  ///< the text, for text contents
   /// Base64 of the bytes (see `blob_of`).
   std::optional<std::string> blob{};
 
@@ -82,8 +82,11 @@ struct resource_contents {
                                                  std::string_view mime_type = "application/octet-stream");
 };
 
+/// The resource's `resources/list` entry.
 [[nodiscard]] boost::json::object to_json(const resource_info& info);
+/// The template's `resources/templates/list` entry.
 [[nodiscard]] boost::json::object to_json(const resource_template_info& info);
+/// One entry of a `ReadResourceResult`'s `contents`.
 [[nodiscard]] boost::json::object to_json(const resource_contents& contents);
 
 }  // namespace droid

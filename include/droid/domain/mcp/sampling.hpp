@@ -33,24 +33,24 @@ struct sampling_message {
 /// The client's model selection hints (MCP `modelPreferences`).
 struct model_preferences {
   std::vector<std::string> hints{};  ///< model names or families, most preferred first
-  std::optional<double> cost_priority{};
-  std::optional<double> speed_priority{};
-  std::optional<double> intelligence_priority{};
+  std::optional<double> cost_priority{};  ///< 0 to 1: how much cost matters
+  std::optional<double> speed_priority{};  ///< 0 to 1: how much latency matters
+  std::optional<double> intelligence_priority{};  ///< 0 to 1: how much capability matters
 };
 
 /// The params of `sampling/createMessage`.
 struct sampling_request {
-  std::vector<sampling_message> messages{};
-  std::int64_t max_tokens = 1000;
-  std::string system_prompt{};
-  std::optional<model_preferences> preferences{};
-  std::vector<std::string> stop_sequences{};
-  std::optional<double> temperature{};
+  std::vector<sampling_message> messages{};  ///< the conversation so far
+  std::int64_t max_tokens = 1000;  ///< `maxTokens`
+  std::string system_prompt{};  ///< `systemPrompt`; omitted when empty
+  std::optional<model_preferences> preferences{};  ///< `modelPreferences`
+  std::vector<std::string> stop_sequences{};  ///< `stopSequences`; omitted when empty
+  std::optional<double> temperature{};  ///< omitted when unset
   /// Tools the model may call (2025-11-25; the client must declare `sampling.tools`).
   boost::json::array tools{};
   /// `toolChoice`, e.g. `{"mode":"auto"}` (2025-11-25), sent when not empty.
   boost::json::object tool_choice{};
-  boost::json::object metadata{};
+  boost::json::object metadata{};  ///< `metadata`, passed through to the client; omitted when empty
 };
 
 /// The request as MCP params.
@@ -58,11 +58,11 @@ struct sampling_request {
 
 /// What the client's model produced.
 struct sampling_result {
-  std::string role{};
+  std::string role{};  ///< "assistant", normally
   /// A content block, or an array of them (2025-11-25).
   boost::json::value content{};
-  std::string model{};
-  std::string stop_reason{};
+  std::string model{};  ///< the model the client used
+  std::string stop_reason{};  ///< `stopReason` (`endTurn`, `maxTokens`, ...), or empty
 
   /// The concatenated text of the text blocks in `content`.
   [[nodiscard]] std::string text() const;
@@ -73,8 +73,8 @@ struct sampling_result {
 
 /// A root the client exposes (a directory or other base URI the server may work in).
 struct root {
-  std::string uri{};
-  std::string name{};
+  std::string uri{};  ///< the root, a `file://` URI or another base URI
+  std::string name{};  ///< a display name, or empty
 };
 
 /// Reads a `ListRootsResult`; false (with `error` set) when it is not one.

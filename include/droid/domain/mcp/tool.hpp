@@ -18,17 +18,17 @@ namespace droid {
 /// MCP tool annotations: hints a client may show or use for confirmation prompts.
 /// Unset hints are omitted, so the client applies the spec's defaults.
 struct tool_annotations {
-  std::optional<bool> read_only_hint{};
-  std::optional<bool> destructive_hint{};
-  std::optional<bool> idempotent_hint{};
-  std::optional<bool> open_world_hint{};
+  std::optional<bool> read_only_hint{};  ///< `readOnlyHint`: the tool changes nothing
+  std::optional<bool> destructive_hint{};  ///< `destructiveHint`: changes may destroy data
+  std::optional<bool> idempotent_hint{};  ///< `idempotentHint`: calling again changes nothing more
+  std::optional<bool> open_world_hint{};  ///< `openWorldHint`: the tool reaches outside systems
 };
 
 /// An icon for a tool, prompt, resource or the server (MCP 2025-11-25).
 struct icon {
-  std::string src{};
-  std::string mime_type{};
-  std::vector<std::string> sizes{};
+  std::string src{};  ///< a URI (https: or data:)
+  std::string mime_type{};  ///< `mimeType`, or empty
+  std::vector<std::string> sizes{};  ///< sizes such as "48x48", or empty
   std::string theme{};  ///< "light", "dark" or empty
 };
 
@@ -56,26 +56,27 @@ enum class task_start : std::uint8_t {
 /// Why schemas are optional here: typed tools fill them from their C++ types at
 /// registration; a tool with raw JSON arguments may supply them or get `{"type":"object"}`.
 struct tool_info {
-  std::string name{};
-  std::string title{};
-  std::string description{};
-  tool_annotations annotations{};
-  std::vector<icon> icons{};
-  std::optional<boost::json::object> input_schema{};
-  std::optional<boost::json::object> output_schema{};
+  std::string name{};  ///< what `tools/call` names; see `is_valid_tool_name`
+  std::string title{};  ///< a display name; omitted when empty
+  std::string description{};  ///< for the model: what the tool does
+  tool_annotations annotations{};  ///< hints for the client
+  std::vector<icon> icons{};  ///< `icons`, omitted when empty
+  std::optional<boost::json::object> input_schema{};  ///< `inputSchema`; none: `{"type":"object"}`
+  std::optional<boost::json::object> output_schema{};  ///< `outputSchema`; omitted when none
   /// Client capabilities the tool cannot work without (top-level names: "sampling",
   /// "elicitation", "roots"). A 2026-07-28 request that did not declare them is refused
   /// before the tool runs, with -32021 naming them. Not part of the listing.
   std::vector<std::string> required_capabilities{};
   /// Whether it may run as a task (docs/tasks.md), and when it becomes one.
   task_support tasks = task_support::forbidden;
-  task_start start = task_start::at_once;
+  task_start start = task_start::at_once;  ///< see `task_start`
 };
 
+/// The value as `execution.taskSupport` writes it.
 [[nodiscard]] std::string_view to_string(task_support s) noexcept;
 
 /// True when `name` follows MCP 2025-11-25's tool name rule: 1 to 128 characters from
-/// `[A-Za-z0-9_.-]`. Why enforced: clients (and the conformance suite) reject tools
+/// `[A-Za-z0-9._-]`. Why enforced: clients (and the conformance suite) reject tools
 /// whose names break it, and they reject the whole list, not just the one tool.
 [[nodiscard]] bool is_valid_tool_name(std::string_view name) noexcept;
 

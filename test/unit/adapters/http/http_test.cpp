@@ -205,9 +205,10 @@ TEST_SUITE("adapters/http") {
   }
 
   TEST_CASE("wrong methods get 405 with Allow, wrong paths 404 (B4)") {
+    // OPTIONS is no wrong method: it answers 204 with Allow (and CORS preflights).
     server_fixture f;
     raw_connection c(f.port());
-    for (const char* method : {"PUT", "PATCH", "OPTIONS"}) {
+    for (const char* method : {"PUT", "PATCH", "TRACE"}) {
       c.send(std::string(method) + " /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
       auto r = c.read_response();
       REQUIRE(r);
@@ -269,6 +270,66 @@ TEST_SUITE("adapters/http") {
     auto r = ok.read_response();
     REQUIRE(r);
     CHECK(r->status == 200);
+  }
+
+  TEST_CASE("CORS: an allowed origin's preflight gets 204 with the methods and headers; its answers name it; others 403") {
+    droid::http::options o;
+    o.allowed_origins = {"https://app.example.com"};
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string preflight =
+        "OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\n"
+        "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type, mcp-session-id, "
+        "mcp-param-region\r\n\r\n";
+    c.send(preflight);
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 204);
+    CHECK(*r->header("access-control-allow-origin") == "https://app.example.com");
+    CHECK(*r->header("access-control-allow-methods") == "GET, POST, DELETE");
+    CHECK(*r->header("access-control-allow-headers") == "content-type, mcp-session-id, mcp-param-region");
+    CHECK(*r->header("vary") == "Origin");
+    REQUIRE(r->header("access-control-max-age"));
+    // A malformed header list is not echoed: the MCP headers are listed instead.
+    c.send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\n"
+           "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: x\"y\r\n\r\n");
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->header("access-control-allow-headers")->find("Mcp-Session-Id") != std::string::npos);
+    // The actual requests: the session id is readable by the page, on JSON and on streams.
+    c.send(mcp_post(initialize_body, "Origin: https://app.example.com\r\n"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(*r->header("access-control-allow-origin") == "https://app.example.com");
+    CHECK(r->header("access-control-expose-headers")->find("Mcp-Session-Id") != std::string::npos);
+    const std::string sid = *r->header("mcp-session-id");
+    c.send(mcp_post(call_body(1, "x"), "Origin: https://app.example.com\r\nMcp-Session-Id: " + sid + "\r\n"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(*r->header("content-type") == "text/event-stream");
+    CHECK(*r->header("access-control-allow-origin") == "https://app.example.com");
+    // A request without Origin (not a browser's) gets no CORS headers.
+    c.send(mcp_post(call_body(2, "y"), "Mcp-Session-Id: " + sid + "\r\n"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK_FALSE(r->header("access-control-allow-origin"));
+    // A plain OPTIONS says what the path allows.
+    c.send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 204);
+    CHECK(*r->header("allow") == "GET, POST, DELETE");
+    CHECK_FALSE(r->header("access-control-allow-origin"));
+    // Another origin's preflight keeps today's 403, with nothing a browser would accept.
+    raw_connection other(f.port());
+    other.send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+               "Access-Control-Request-Method: POST\r\n\r\n");
+    r = other.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    CHECK_FALSE(r->header("access-control-allow-origin"));
+    CHECK(f.listener->sessions() == 1);
   }
 
   TEST_CASE("the default bind is loopback, and another bind is logged (A5)") {

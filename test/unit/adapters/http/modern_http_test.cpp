@@ -700,6 +700,38 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(f.listener->sessions() == 0);
   }
 
+  TEST_CASE("stateless 2025 mode: closing the connection cancels; a cancel notification or an answer is refused by name") {
+    // Stateless, a client's request id names nothing the server can find (unrelated
+    // clients all send id 1), so notifications/cancelled cannot work and 202 would claim
+    // it did. The connection is the request's: closing it is the cancellation that works.
+    droid::http::options o;
+    o.stateless = true;
+    server_fixture f(o);
+    const std::string v = "MCP-Protocol-Version: 2025-11-25\r\n";
+    {
+      raw_connection c(f.port());
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}})", v));
+      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+      raw_connection other(f.port());
+      const http_response cancel = post(
+          other, R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"t"}})", v);
+      CHECK(cancel.status == 400);
+      const auto why = boost::json::parse(cancel.body);
+      CHECK(why.at("id").is_null());
+      CHECK(std::string(why.at("error").at("message").as_string()).find("close the request's connection") !=
+            std::string::npos);
+      CHECK(f.slow_cancelled == 0);  // the refused cancel touched nothing
+      const http_response answer = post(other, R"({"jsonrpc":"2.0","id":7,"result":{}})", v);
+      CHECK(answer.status == 400);
+      CHECK(answer.body.find("no question waits") != std::string::npos);
+      // Notifications that need to reach nothing are still accepted.
+      CHECK(post(other, R"({"jsonrpc":"2.0","method":"notifications/initialized"})", v).status == 202);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+
   TEST_CASE("in JSON mode a 2026 request is answered with one application/json document") {
     // Clients and gateways that cannot read event streams get the result as one
     // document, in the same 2026 shape.

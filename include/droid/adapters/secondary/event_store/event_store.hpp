@@ -72,6 +72,7 @@ class memory_event_store final : public event_store {
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
   void finish(std::uint64_t stream, std::uint64_t last_seq) override;
+  /// How many events the store holds, over all streams.
   [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
   /// How many streams the store keeps state for (what a long session must not grow).
   [[nodiscard]] std::size_t streams() const noexcept { return streams_.size(); }

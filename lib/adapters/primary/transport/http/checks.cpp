@@ -5,6 +5,7 @@
 
 #include <sys/random.h>
 
+#include <cctype>
 #include <cerrno>
 #include <system_error>
 
@@ -162,6 +163,48 @@ bool valid_session_id(std::string_view id) noexcept {
   for (const char c : id)
     if (c < 0x21 || c > 0x7E) return false;
   return true;
+}
+
+std::string cors_headers(std::string_view origin) {
+  std::string out = "Access-Control-Allow-Origin: ";
+  out += origin;
+  out += "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: Mcp-Session-Id, MCP-Protocol-Version, "
+         "WWW-Authenticate, Retry-After\r\n";
+  return out;
+}
+
+namespace {
+
+/// A comma-separated list of header names (RFC 9110 tokens), as a preflight may ask for.
+bool is_header_name_list(std::string_view list) noexcept {
+  bool any = false, in_name = false;
+  for (const char ch : list) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == ',' || c == ' ' || c == '\t') {
+      in_name = false;
+      continue;
+    }
+    const bool token = std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
+    if (!token) return false;
+    any = in_name = true;
+  }
+  return any && list.size() <= 1024;
+}
+
+}  // namespace
+
+std::string preflight_headers(std::string_view allow, const std::string_view* requested) {
+  std::string out = "Access-Control-Allow-Methods: ";
+  out += allow;
+  out += "\r\nAccess-Control-Allow-Headers: ";
+  if (requested && is_header_name_list(*requested)) {
+    out += *requested;
+  } else {
+    out += "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, "
+           "Mcp-Name";
+  }
+  out += "\r\nAccess-Control-Max-Age: 600\r\n";
+  return out;
 }
 
 }  // namespace droid::http::detail

@@ -38,6 +38,18 @@ namespace droid::http::detail {
 /// (a range with `q=0` refuses).
 [[nodiscard]] bool accepts(std::string_view accept, std::string_view type) noexcept;
 
+/// The CORS header lines (each ending in CRLF) of every response to a browser's request
+/// from `origin`, an origin already found allowed: the origin echoed (never `*`: the
+/// answer is for that page only), `Vary: Origin` for caches, and the response headers a
+/// page must be able to read (`Mcp-Session-Id` above all).
+[[nodiscard]] std::string cors_headers(std::string_view origin);
+
+/// The extra header lines of a 204 answering a CORS preflight from an allowed origin:
+/// the methods `allow` names, the request headers the page asked for
+/// (`Access-Control-Request-Headers`, echoed when it is a well-formed list of header
+/// names, else the MCP headers), and how long the browser may cache the answer.
+[[nodiscard]] std::string preflight_headers(std::string_view allow, const std::string_view* requested);
+
 /// A new session id: 128 bits from the OS CSPRNG (getrandom), base64url, 22 characters.
 /// Throws `std::system_error` if the OS cannot provide randomness (never silently weaker).
 [[nodiscard]] std::string new_session_id();

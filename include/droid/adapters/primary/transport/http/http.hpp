@@ -15,6 +15,12 @@
 ///     std::cout << l.url() << "\n";
 ///     l.run();                              // until stop() (or SIGINT/SIGTERM via serve())
 ///
+/// Or embedded in an application that already runs Asio: the listener serves on the
+/// application's io_contexts and starts no thread (docs/http.md#embedding-serving-on-your-applications-io_contexts).
+///
+///     droid::http::listener l(server, opts, {&io});
+///     l.start();                            // returns at once; io.run() serves
+///
 /// Security defaults: binds loopback; a request reaching a loopback socket must name a
 /// loopback Host and carry no Origin or a loopback one (DNS rebinding protection); a
 /// POST must be `application/json` (no CSRF through simple requests).
@@ -23,11 +29,16 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <droid/adapters/secondary/event_store/event_store.hpp>
+
+namespace asio {
+class io_context;
+}
 
 namespace droid {
 class server;
@@ -69,8 +80,14 @@ struct options {
   /// POST `legacy_messages_path?sessionId=...` carries each message (answered with 202,
   /// the answers travel on the event stream). For clients that predate Streamable HTTP.
   bool legacy_sse = false;
-  std::string legacy_sse_path = "/sse";
-  std::string legacy_messages_path = "/messages";
+  std::string legacy_sse_path = "/sse";  ///< GET here opens a legacy session's event stream
+  std::string legacy_messages_path = "/messages";  ///< POST here carries a legacy session's messages
+
+  /// HTTPS on the same listener: the PEM files of the certificate chain (leaf first) and
+  /// of its private key. Both empty (the default): plain HTTP. TLS 1.2 or later, ALPN
+  /// `http/1.1`; `listener::reload_tls()` (SIGHUP under `serve()`) reads them again.
+  std::string tls_certificate_chain{};
+  std::string tls_private_key{};  ///< see `tls_certificate_chain`
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
@@ -117,41 +134,69 @@ struct options {
 /// Why bind in the constructor and run separately: the caller learns the port (and can
 /// print the URL) before serving, and tests start it on a thread of their own.
 /// Affinity: `run()` on one thread; `stop()` from any thread.
-/// Lifetime: the `server` must outlive the listener.
+/// Lifetime: the `server` must outlive the listener, and, when the listener serves on the
+/// application's contexts, the contexts' last `run()` (connections that were closing
+/// when the listener was destroyed finish there).
 class listener {
  public:
-  /// Binds `opts.host:opts.port`. Throws `std::system_error` when it cannot.
+  /// Binds `opts.host:opts.port`, with `opts.threads` contexts of its own that `run()`
+  /// serves on. Throws `std::system_error` when it cannot bind.
   listener(droid::server& srv, options opts);
+  /// Binds `opts.host:opts.port` and serves on `io_contexts`, which the application owns
+  /// and runs (`opts.threads` is ignored): one shard per context, each of which must be
+  /// run by one thread at a time. The listener starts no thread; `start()` begins
+  /// serving. Throws `std::system_error` when it cannot bind, `std::invalid_argument`
+  /// when `io_contexts` is empty.
+  listener(droid::server& srv, options opts, std::vector<asio::io_context*> io_contexts);
   ~listener();
   listener(const listener&) = delete;
   listener& operator=(const listener&) = delete;
 
   /// The bound port.
   [[nodiscard]] std::uint16_t port() const noexcept;
-  /// `http://host:port/path`.
+  /// `http://host:port/path`, or `https://` with TLS.
   [[nodiscard]] std::string url() const;
+  /// Reads `tls_certificate_chain` and `tls_private_key` again, for a renewed
+  /// certificate: new connections get it, live ones keep the one they began with, so
+  /// nothing is dropped. Throws `std::runtime_error` (and keeps serving the old one) when
+  /// the files are unreadable or do not match, `std::logic_error` without TLS.
+  void reload_tls();
 
-  /// Serves until `stop()`; returns once every shard has drained.
+  /// Serves until `stop()`; returns once every shard has drained. Only for a listener
+  /// with contexts of its own (throws `std::logic_error` otherwise).
   void run();
+  /// Begins serving on the application's contexts and returns at once: the contexts'
+  /// `run()` does the work. (`run()` calls it for a listener's own contexts.)
+  void start();
   /// Graceful stop: stop accepting, end sessions (cancelling their calls after
   /// `drain_timeout`), end event streams, close connections, and let `run()` return.
+  /// An embedded listener leaves its contexts with no work of its own once it is done,
+  /// so their `run()` returns when the application's work is done too.
   void stop();
+  /// As `stop()`, then calls `on_stopped` on the first context once every session has
+  /// ended and every connection has closed (or `drain_timeout` more has passed).
+  void stop(std::function<void()> on_stopped);
 
   /// Live sessions (for diagnostics and tests).
   [[nodiscard]] std::size_t sessions() const;
   /// Open connections (for diagnostics and tests).
   [[nodiscard]] std::size_t connections() const;
 
-  /// The implementation; opaque (declared public only so the connections in its
-  /// translation unit can name it).
+  /// The implementation; opaque (declared public only so its translation unit's helpers
+  /// can name it).
   struct impl;
 
  private:
-  std::unique_ptr<impl> impl_;
+  struct contexts;
+  /// Declared first, destroyed last: everything on the contexts goes before them.
+  std::unique_ptr<contexts> owned_;
+  /// Shared with the connections and handlers still pending on the contexts.
+  std::shared_ptr<impl> impl_;
 };
 
-/// Binds, prints nothing, serves until SIGINT or SIGTERM, then stops gracefully.
-/// Returns the process exit status (0 after a clean stop).
+/// Binds, prints nothing, serves until SIGINT or SIGTERM, then stops gracefully; with TLS,
+/// SIGHUP reloads the certificate (`listener::reload_tls`; a failed reload is logged and
+/// the old certificate kept). Returns the process exit status (0 after a clean stop).
 int serve(droid::server& srv, options opts, void (*on_ready)(const listener&) = nullptr);
 
 }  // namespace droid::http

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The connection core of the HTTP server: shards, the acceptor, each connection's read
+/// loop with its deadlines, and the writing of responses and event streams. It knows
+/// nothing of MCP: every complete request goes to a `request_handler`, which the
+/// listener provides (listener.cpp routes it to the Streamable HTTP or legacy endpoint).
+///
+///     acceptor (shard 0) --socket--> connection (shard i, round robin)
+///                                        |  request_parser: one request at a time
+///                                        v
+///                                   request_handler::handle(connection, request)
+///
+/// ## Why one request at a time per connection
+/// HTTP/1.1 pipelining requires responses in request order. Serving the next request
+/// only after the previous response is written gives that order for free, and a client
+/// that wants concurrency opens more connections (every MCP client does).
+///
+/// Primary adapter, private.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/task.hpp>
+
+#include "request_parser.hpp"
+#include "responses.hpp"
+#include "stream.hpp"
+
+namespace asio::ssl {
+class context;
+}
+
+namespace droid::http::detail {
+
+/// A connection as the deadline sweep sees it: when it must be done by, and how to stop
+/// it when it is not.
+///
+/// Why a sweep and not a timer per connection: re-arming an Asio timer three or four
+/// times per request (idle, header, body deadlines) moved the reactor's timerfd each
+/// time, one `timerfd_settime` system call per request (strace under wrk), for timeouts
+/// measured in seconds. A shard now walks its connections a few times per second; arming
+/// a deadline is a store.
+/// Invariants: linked into, and swept by, its own shard only.
+struct deadline_hook {
+  static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+  std::int64_t deadline_ns = never;
+  deadline_hook* prev = nullptr;
+  deadline_hook* next = nullptr;
+  /// Called by the sweep once `deadline_ns` has passed.
+  virtual void expire() noexcept = 0;
+
+ protected:
+  ~deadline_hook() = default;
+};
+
+/// One thread's share of the server: the io_context it runs (the listener's own, or one
+/// the application owns and runs) and the connections living there.
+///
+/// Why shards: every connection, session and sessionless request is touched by one
+/// thread only, so none of them needs a lock.
+struct shard {
+  shard(asio::io_context& context, std::size_t i) : io(context), sweeper(context), index(i) {}
+
+  asio::io_context& io;
+  /// Keeps a listener-owned context's run() going while idle (unset when embedded: the
+  /// application decides when its contexts stop).
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  /// The thread running `io`, when the listener owns it (shard 0 runs on run()'s caller).
+  std::thread thread;
+  /// Connections served here (an intrusive list: linking one allocates nothing).
+  deadline_hook* live = nullptr;
+  asio::steady_timer sweeper;
+  /// Cleared when the listener stops: the sweep does not re-arm (shard thread only).
+  bool sweeping = true;
+  /// This shard's place in the listener's list.
+  std::size_t index;
+
+  void link(deadline_hook* h) noexcept {
+    h->next = live;
+    if (live) live->prev = h;
+    live = h;
+  }
+  void unlink(deadline_hook* h) noexcept {
+    if (h->prev) h->prev->next = h->next;
+    else live = h->next;
+    if (h->next) h->next->prev = h->prev;
+    h->prev = h->next = nullptr;
+  }
+};
+
+class connection;
+
+/// What the core hands each complete, well-formed request to. Returns whether the
+/// connection may carry another request.
+class request_handler {
+ public:
+  virtual task<bool> handle(connection& c, request& req) = 0;
+
+ protected:
+  ~request_handler() = default;
+};
+
+/// The acceptor, the shards' deadline sweeps and the set of live connections.
+///
+/// Why apart from the endpoints: TLS, limits and graceful close concern every request
+/// alike, and an endpoint should not have to know how bytes reach it.
+/// Affinity: the acceptor and the closers' list are used from shard 0 and from stop();
+/// counters are atomics read anywhere.
+class connection_core {
+ public:
+  connection_core(const options& opts, request_handler& handler, std::function<void(std::string_view)> log)
+      : opts_(opts), handler_(handler), log_(std::move(log)) {}
+
+  /// Binds and listens on `opts.host:opts.port` with shard 0's context. Throws
+  /// `std::system_error` when it cannot.
+  void bind();
+  /// Starts accepting and sweeping deadlines. `keep` is held by every connection and
+  /// pending handler, so what they refer to outlives them.
+  void start(std::weak_ptr<void> keep);
+  /// From shard 0: no new connections.
+  void stop_accepting();
+  /// Closes every idle connection now and the busy ones after their response.
+  void close_connections();
+  /// From shard `s`: its sweep ends (the shard can go idle).
+  void stop_sweep(shard& s) {
+    s.sweeping = false;
+    s.sweeper.cancel();
+  }
+
+  [[nodiscard]] const options& opts() const noexcept { return opts_; }
+  [[nodiscard]] request_handler& handler() noexcept { return handler_; }
+  [[nodiscard]] bool stopping() const noexcept { return stopping_.load(); }
+  /// Marks the core as stopping; true the first time only.
+  bool begin_stop() noexcept { return !stopping_.exchange(true); }
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  [[nodiscard]] std::size_t connections() const noexcept { return connection_count_.load(); }
+  /// The keep-alive token of `start`, for what the endpoints post (may be empty once the
+  /// listener is gone).
+  [[nodiscard]] std::shared_ptr<void> hold() const { return keep_.lock(); }
+  /// The TLS context new connections get (null: plain HTTP). Swapped by a reload; each
+  /// connection keeps the one it was accepted with.
+  void set_tls(std::shared_ptr<asio::ssl::context> tls);
+  [[nodiscard]] std::shared_ptr<asio::ssl::context> tls() const;
+
+  std::vector<std::unique_ptr<shard>> shards;
+
+ private:
+  friend class connection;
+  void start_accept();
+  void start_sweep(shard& s);
+  /// How often each shard looks for expired deadlines: a tenth of the shortest connection
+  /// timeout, so a deadline is late by at most that much.
+  [[nodiscard]] clock_type::duration sweep_period() const;
+
+  const options& opts_;
+  request_handler& handler_;
+  std::function<void(std::string_view)> log_;
+  std::weak_ptr<void> keep_;
+  std::optional<asio::ip::tcp::acceptor> acceptor_;
+  std::uint16_t port_ = 0;
+  std::atomic<std::size_t> connection_count_{0};
+  std::atomic<std::size_t> next_shard_{0};
+  std::atomic<bool> stopping_{false};
+  /// Every live connection's "close now" hook, so a stop can end idle keep-alives.
+  std::mutex closers_mutex_;
+  std::list<std::function<void()>> closers_;
+  mutable std::mutex tls_mutex_;
+  std::shared_ptr<asio::ssl::context> tls_;
+};
+
+struct tls_stream;
+
+/// One accepted TCP connection and the requests it carries, and what endpoints use to
+/// answer them: plain responses, one JSON document from a sink, an event stream.
+///
+/// Lifetime: shared; its `run()` holds it, and so does a close watch. Affinity: its
+/// shard's thread.
+class connection final : public std::enable_shared_from_this<connection>, private deadline_hook {
+ public:
+  /// `tls`, when not null, makes this an HTTPS connection: the handshake comes first,
+  /// within the header timeout.
+  connection(connection_core& core, shard& home, asio::ip::tcp::socket socket,
+             std::shared_ptr<asio::ssl::context> tls);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  task<void> run();
+
+  /// Closes an idle connection at once (shutdown); a busy one finishes its response.
+  void close_if_idle();
+
+  [[nodiscard]] shard& home() noexcept { return home_; }
+  [[nodiscard]] asio::any_io_executor executor() { return socket_.get_executor(); }
+  /// Whether the socket's local address is loopback (the Host check follows the socket).
+  [[nodiscard]] bool local_is_loopback() const noexcept { return local_is_loopback_; }
+
+  /// Writes all of `data`, which the caller keeps alive until this completes.
+  task<bool> write(std::string_view data);
+  /// Writes one whole response; false when the connection must not carry another.
+  task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
+                   std::string_view extra = {});
+  /// A JSON-RPC error (`id: null`) as the body of an HTTP error.
+  task<bool> reply_rpc_error(int status, ir::errc code, std::string_view message, bool close = false) {
+    co_return co_await reply(status, "application/json", rpc_error_body(code, message), close);
+  }
+
+  /// Header lines (each ending in CRLF) every response to the current request carries,
+  /// whoever writes it: the CORS headers of a browser's request. Cleared when the
+  /// request is done.
+  void set_response_headers(std::string lines) { response_headers_ = std::move(lines); }
+  [[nodiscard]] const std::string& response_headers() const noexcept { return response_headers_; }
+
+  /// A sink for one response on this connection; one that overflows closes the socket.
+  [[nodiscard]] std::shared_ptr<response_sink> make_sink();
+  /// Watches an event-stream connection for the client hanging up (it sends nothing
+  /// more on it), so the stream ends at once instead of at the next keep-alive write.
+  /// `stop_watching` drops the watch (which holds this connection).
+  void watch_for_close(const std::shared_ptr<response_sink>& sink);
+  void stop_watching();
+  /// Writes `sink`'s last message as one JSON document (202 when it carried none).
+  task<bool> serve_json(const std::shared_ptr<response_sink>& sink, const std::string& extra_headers);
+  /// Writes an event-stream response from `sink` until it finishes. `headers_sent`: the
+  /// caller already wrote the head (the legacy transport, which starts with its endpoint).
+  /// A `standalone` stream idles with keep-alive comments and ends when the server stops.
+  task<bool> serve_events(const std::shared_ptr<response_sink>& sink, const std::string& extra_headers,
+                          bool standalone, bool headers_sent = false);
+
+  std::list<std::function<void()>>::iterator closer;
+
+ private:
+  /// Sets the connection's one deadline; when the shard's sweep finds it passed, pending
+  /// socket operations are cancelled and `timed_out_` says why.
+  void arm(clock_type::duration d) noexcept {
+    deadline_ns = now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  }
+  void disarm() noexcept { deadline_ns = never; }
+  void expire() noexcept override;
+
+  connection_core& core_;
+  /// What the core's owner lent to every connection: it outlives them all.
+  std::shared_ptr<void> keep_;
+  shard& home_;
+  asio::ip::tcp::socket socket_;
+  /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the
+  /// socket and not a second connection type: deadlines, the close watch and closing
+  /// all work on the TCP socket either way, and only reading and writing differ.
+  std::unique_ptr<tls_stream> tls_;
+  /// Where reads land before they are appended to the parse buffer.
+  std::unique_ptr<char[]> read_buffer_;
+  request_parser parser_;
+  std::string response_headers_;
+  bool local_is_loopback_ = false;
+  bool timed_out_ = false;
+  bool busy_ = false;
+  bool closing_ = false;
+};
+
+}  // namespace droid::http::detail

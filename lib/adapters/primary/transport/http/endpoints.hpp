@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The MCP endpoints of the HTTP server, and the state they share: the Streamable HTTP
+/// endpoint (POST, GET and DELETE on one path; 2025 sessions, stateless 2025 requests
+/// and 2026-07-28 requests) and the legacy HTTP+SSE endpoint (MCP 2024-11-05).
+///
+///     connection --request--> listener (path, Host/Origin)
+///                                 |-- streamable_endpoint --> session_table --> session (its shard)
+///                                 |                      \--> request_runner (the connection's shard)
+///                                 \-- legacy_endpoint ------> session_table --> session
+///
+/// Primary adapter, private.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/task.hpp>
+#include <droid/domain/ir/message.hpp>
+
+#include "sessions.hpp"
+
+namespace droid {
+class request_runner;
+}
+
+namespace droid::http::detail {
+
+class connection;
+struct request;
+
+/// Answers a POST whose body is no JSON-RPC message we serve: 400 with the decoder's
+/// error, or 202 for what deserves no answer (a malformed notification, say).
+task<bool> reply_rejection(connection& c, const ir::rejection& why);
+
+/// Serves the requests that belong to no session on one shard: 2026-07-28 requests, and
+/// every request of a stateless 2025 server.
+struct sessionless_shard {
+  std::shared_ptr<request_runner> runner;
+  /// Keys the runner's requests by `mint_key()`, not by the peer's id: unrelated
+  /// clients' POSTs may all be id 1.
+  std::int64_t next_key = 0;
+  /// This shard's place among `shard_count`. Why: keys are unique across shards
+  /// (`n * shard_count + index`), because a 2026 retry that reaches this shard for a
+  /// frame kept on another is served there under the key minted here.
+  std::int64_t index = 0;
+  std::int64_t shard_count = 1;
+  [[nodiscard]] std::int64_t mint_key() noexcept { return ++next_key * shard_count + index; }
+};
+
+/// What both endpoints and the listener's stop share.
+struct endpoint_state {
+  endpoint_state(droid::server& s, const options& o) : srv(s), opts(o) {}
+
+  droid::server& srv;
+  const options& opts;
+  session_table sessions;
+  /// By shard index; each used on its own shard only.
+  std::vector<std::unique_ptr<sessionless_shard>> sessionless;
+  /// Sessionless requests being answered (listen streams excluded: they never end by
+  /// themselves), so a graceful stop waits for them as it does for sessions' requests.
+  std::atomic<std::size_t> sessionless_answering{0};
+};
+
+/// The Streamable HTTP endpoint: POST carries one JSON-RPC message, GET opens or resumes
+/// a session's event stream, DELETE ends a session.
+///
+/// Why one class for three eras' requests: the era is decided per message (a 2026
+/// request, a stateless 2025 one, or one of a 2025 session), after the checks every POST
+/// shares.
+class streamable_endpoint {
+ public:
+  explicit streamable_endpoint(endpoint_state& st) : st_(st) {}
+
+  task<bool> post(connection& c, request& req);
+  task<bool> get(connection& c, request& req);
+  task<bool> remove(connection& c, request& req);
+
+ private:
+  /// A 2026-07-28 request: routing headers and `_meta` checked, then served on this
+  /// connection's shard with no session.
+  task<bool> serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version);
+  /// A request of a stateless 2025 server (`options::stateless`): served with no session,
+  /// the client's version read from the MCP-Protocol-Version header.
+  task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version);
+  /// A request of a 2025 session (or an `initialize` that opens one).
+  task<bool> in_session(connection& c, request& req, ir::message msg);
+
+  /// A sessionless request on its way: the stream the runner answers it on, and the
+  /// sink the connection writes from.
+  struct sessionless_call {
+    std::shared_ptr<response_sink> sink;
+    std::shared_ptr<logical_stream> stream;
+    ir::request_id key;
+    bool listen = false;
+    bool json_mode = false;
+  };
+  /// Prepares the answer of a sessionless request of `method`; the caller then hands it
+  /// to the shard's runner under `key`, on `stream`. Why split from the answering: a
+  /// 2026 request is handed over from inside the callback that read its params (one
+  /// parse for the checks and the handler), where nothing can be awaited.
+  sessionless_call start_sessionless(connection& c, std::string_view method, std::string_view refusal);
+  /// Writes the answer of `call` (an event stream or one JSON document); closing the
+  /// connection cancels the request.
+  task<bool> answer_sessionless(connection& c, sessionless_call call);
+  [[nodiscard]] sessionless_shard& local(connection& c) const;
+
+  endpoint_state& st_;
+};
+
+/// The legacy HTTP+SSE endpoint (MCP 2024-11-05): GET on `legacy_sse_path` opens a
+/// session with its one event stream; POST on `legacy_messages_path?sessionId=...`
+/// carries each message, whose answers travel on that stream.
+class legacy_endpoint {
+ public:
+  explicit legacy_endpoint(endpoint_state& st) : st_(st) {}
+
+  task<bool> stream(connection& c, request& req);
+  task<bool> message(connection& c, request& req);
+
+ private:
+  endpoint_state& st_;
+};
+
+}  // namespace droid::http::detail

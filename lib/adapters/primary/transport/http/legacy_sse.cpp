@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The legacy HTTP+SSE endpoint (endpoints.hpp), for clients that predate Streamable
+/// HTTP: the session is its one event stream, and messages arrive by POST.
+#include "endpoints.hpp"
+
+#include <asio/dispatch.hpp>
+
+#include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "checks.hpp"
+#include "connection.hpp"
+
+namespace droid::http::detail {
+
+task<bool> legacy_endpoint::stream(connection& c, request& req) {
+  const std::string_view* accept = req.find("accept");
+  if (accept && !accepts(*accept, "text/event-stream"))
+    co_return co_await c.reply_rpc_error(406, ir::errc::invalid_request,
+                                       "Not Acceptable: Accept must include text/event-stream");
+  // The session begins with its stream and ends with it: in this transport the stream is
+  // the only way anything reaches the client.
+  auto entry = session_entry::create(st_.srv, c.executor(), nullptr);
+  entry->legacy = true;
+  entry->active = 1;
+  if (!st_.sessions.insert(entry, st_.opts.max_sessions))
+    co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                       "Service Unavailable: too many sessions, try again later");
+  auto sink = c.make_sink();
+  entry->standalone->attach(sink);
+  // The endpoint event tells the client where to POST; relative, so it resolves against
+  // whatever host name the client used.
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                     "Transfer-Encoding: chunked\r\n";
+  head += c.response_headers();
+  head += "\r\n";
+  const std::string endpoint =
+      "event: endpoint\ndata: " + st_.opts.legacy_messages_path + "?sessionId=" + entry->id + "\n\n";
+  append_chunk(head, endpoint);
+  bool keep = false;
+  if (co_await c.write(head)) {
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, true, true);
+    c.stop_watching();  // drops the close watch, which holds this connection
+  }
+  // The stream is gone: so is the session (docs/reliability.md, A12).
+  if (auto gone = st_.sessions.erase(entry->id)) end_session(gone);
+  co_return keep && false;  // an event stream's connection is not reused
+}
+
+task<bool> legacy_endpoint::message(connection& c, request& req) {
+  const std::string_view target = req.target;
+  const auto query = target.find('?');
+  std::string_view sid;
+  if (query != std::string_view::npos) {
+    std::string_view q = target.substr(query + 1);
+    while (!q.empty()) {
+      const auto amp = q.find('&');
+      const std::string_view pair = q.substr(0, amp);
+      if (pair.starts_with("sessionId=")) sid = pair.substr(10);
+      q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    }
+  }
+  if (sid.empty() || !valid_session_id(sid))
+    co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: sessionId is missing or malformed");
+  auto entry = st_.sessions.find(sid);
+  if (!entry || !entry->legacy)
+    co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  const std::string_view* content_type = req.find("content-type");
+  if (!content_type || !media_type_is(*content_type, "application/json"))
+    co_return co_await c.reply_rpc_error(415, ir::errc::invalid_request,
+                                       "Unsupported Media Type: Content-Type must be application/json");
+  auto decoded = ir::decode(std::move(req.body));
+  if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
+  entry->last_used = now_ns();
+  // Everything the session says (the answer included) goes on its event stream.
+  asio::dispatch(entry->executor, [s = entry->s, m = std::get<ir::message>(std::move(decoded))]() mutable {
+    s->receive(std::move(m));
+  });
+  co_return co_await c.reply(202, {}, {});
+}
+
+}  // namespace droid::http::detail

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// HTTP/1.1 response framing: status lines, heads, chunks, and the JSON-RPC error bodies
+/// the endpoints answer with. Shared by the connection core and every endpoint, so a
+/// response is written one way only.
+///
+/// Primary adapter, private.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <droid/domain/errc.hpp>
+#include <droid/domain/ir/request_id.hpp>
+
+namespace droid::http::detail {
+
+using clock_type = std::chrono::steady_clock;
+
+/// Now on the steady clock, in nanoseconds: what deadlines and idle clocks store (an
+/// integer fits an atomic that the reaper reads from another shard).
+[[nodiscard]] std::int64_t now_ns() noexcept;
+
+[[nodiscard]] const char* reason_phrase(int status) noexcept;
+
+/// A complete response: status line, `Content-Type` (when not empty), `Content-Length`,
+/// `Connection: close` when `close`, `extra_headers` (each ending in CRLF), and `body`.
+[[nodiscard]] std::string response(int status, std::string_view content_type, std::string_view body, bool close,
+                                   std::string_view extra_headers = {});
+
+/// Appends one chunk of a chunked body: hex size, CRLF, data, CRLF.
+void append_chunk(std::string& out, std::string_view data);
+
+/// A JSON-RPC error as an HTTP response body (`id: null`: the request could not be read
+/// far enough to know its id, or was no request).
+[[nodiscard]] std::string rpc_error_body(ir::errc code, std::string_view message);
+
+/// A JSON-RPC error for request `id` as an HTTP response body.
+[[nodiscard]] std::string rpc_error_body(const ir::request_id& id, ir::errc code, std::string_view message,
+                                         std::string_view data = {});
+
+}  // namespace droid::http::detail

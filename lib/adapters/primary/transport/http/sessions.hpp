@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The HTTP transport's sessions: one entry per live 2025 session (Streamable HTTP or
+/// legacy HTTP+SSE), and the table that finds them by `Mcp-Session-Id`.
+///
+/// Primary adapter, private.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+
+#include <droid/adapters/secondary/event_store/event_store.hpp>
+
+#include "stream.hpp"
+
+namespace droid {
+class server;
+class session;
+}  // namespace droid
+
+namespace droid::http::detail {
+
+/// One live session as the transport sees it.
+///
+/// Why a session is driven on its own shard: the session engine is lock-free because one
+/// thread touches it. A request arriving on another shard's connection is handed to the
+/// session's shard with one post, and what the session answers comes back through the
+/// stream's own dispatch.
+/// Invariants: `s` is touched only on `executor`'s thread; the atomics are read by the
+/// reaper on another shard.
+struct session_entry {
+  /// A new session on `executor`'s shard, with a fresh id and its standalone stream as
+  /// its own outbound. `store` may be null (nothing to resume).
+  static std::shared_ptr<session_entry> create(droid::server& srv, asio::any_io_executor executor,
+                                               std::unique_ptr<event_store> store);
+
+  std::string id;
+  std::shared_ptr<session> s;
+  asio::any_io_executor executor;
+  /// Open POST streams and the GET stream: a session with any is busy, never reaped.
+  std::atomic<int> active{0};
+  /// Requests not yet answered, whether a connection still carries their stream or not:
+  /// a client that lost its connection while a tool runs resumes it later, so the work
+  /// keeps the session as an open stream does (it ends with the tool, or its cancellation).
+  std::atomic<int> running{0};
+  std::atomic<std::int64_t> last_used{0};
+  /// The last stream number handed out (0 is the standalone stream).
+  std::atomic<std::uint64_t> next_stream{0};
+  /// A GET is attached to the standalone stream.
+  std::atomic<bool> has_standalone{false};
+  /// A session of the legacy HTTP+SSE transport (reachable only through its paths).
+  bool legacy = false;
+
+  // ---- the session's shard only -------------------------------------------------------
+  /// Every event of the session, for resumption (null in JSON mode: nothing to resume).
+  std::unique_ptr<event_store> store;
+  /// Streams still being written (requests not yet answered), by number.
+  std::unordered_map<std::uint64_t, std::shared_ptr<logical_stream>> streams;
+  /// Stream 0: notifications that belong to no request.
+  std::shared_ptr<logical_stream> standalone;
+  /// Resumed streams (GET with Last-Event-ID of a request stream): they idle after their
+  /// request is over and end with the session.
+  std::vector<std::shared_ptr<response_sink>> resumed;
+};
+
+/// Ends a session on its own shard: cancels its calls and ends its GET stream. The
+/// calls' own streams end as their tasks unwind.
+void end_session(const std::shared_ptr<session_entry>& e);
+
+/// The live sessions, by id.
+///
+/// Why a mutex and not shard-local maps: any shard's connection may carry any session's
+/// request, so lookup is global; it is one short critical section per request.
+class session_table {
+ public:
+  [[nodiscard]] std::shared_ptr<session_entry> find(std::string_view id) const;
+  /// False (and nothing inserted) when `cap` sessions live already.
+  bool insert(const std::shared_ptr<session_entry>& e, std::size_t cap);
+  std::shared_ptr<session_entry> erase(std::string_view id);
+  /// Removes and returns every entry idle since before `cutoff` and not busy (no open
+  /// stream, no request being answered).
+  std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff);
+  std::vector<std::shared_ptr<session_entry>> take_all();
+  [[nodiscard]] std::size_t size() const;
+  /// True while any session has a POST stream open (a request being answered).
+  [[nodiscard]] bool any_answering() const;
+
+ private:
+  /// Lets `find` take the header's string_view as it is (no key string per request).
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept { return std::hash<std::string_view>{}(id); }
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<session_entry>, id_hash, std::equal_to<>> map_;
+};
+
+}  // namespace droid::http::detail

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The Streamable HTTP endpoint (endpoints.hpp): a POST's checks and era, a 2025
+/// session's requests and streams, sessionless requests (stateless 2025 and 2026-07-28),
+/// GET streams and their resumption, DELETE.
+#include "endpoints.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+
+#include <droid/application/server/modern_request.hpp>
+#include <droid/application/server/request_runner.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "checks.hpp"
+#include "connection.hpp"
+#include "routing_headers.hpp"
+
+namespace droid::http::detail {
+
+namespace {
+
+/// The task methods a client polls with: answered at once, never with anything but
+/// their response, so one JSON document serves them better than an event stream.
+bool is_task_poll(std::string_view method) noexcept {
+  return method == "tasks/get" || method == "tasks/list" || method == "tasks/cancel";
+}
+
+bool is_supported_version(std::string_view v) {
+  return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
+}
+
+}  // namespace
+
+task<bool> reply_rejection(connection& c, const ir::rejection& why) {
+  if (!why.answer) co_return co_await c.reply(202, {}, {});
+  std::string body;
+  ir::append_error(body, why.id, static_cast<std::int64_t>(why.code), why.message);
+  co_return co_await c.reply(400, "application/json", body);
+}
+
+sessionless_shard& streamable_endpoint::local(connection& c) const { return *st_.sessionless[c.home().index]; }
+
+task<bool> streamable_endpoint::post(connection& c, request& req) {
+  const options& o = st_.opts;
+  // CSRF: a browser's simple request (text/plain, form encodings) cannot carry
+  // application/json without a preflight, so requiring it closes that door (A4).
+  const std::string_view* content_type = req.find("content-type");
+  if (!content_type || !media_type_is(*content_type, "application/json"))
+    co_return co_await c.reply_rpc_error(415, ir::errc::invalid_request,
+                                       "Unsupported Media Type: Content-Type must be application/json");
+  const std::string_view* accept = req.find("accept");
+  const bool server_json = o.reply == streaming::json;
+  if (!accept || !accepts(*accept, "application/json") ||
+      (!server_json && !accepts(*accept, "text/event-stream")))
+    co_return co_await c.reply_rpc_error(
+        406, ir::errc::invalid_request,
+        "Not Acceptable: Accept must include application/json and text/event-stream");
+  const std::string_view* version = req.find("mcp-protocol-version");
+
+  auto decoded = ir::decode(std::move(req.body));
+  if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
+  ir::message msg = std::get<ir::message>(std::move(decoded));
+
+  // The era is decided per message: a request whose _meta names a version (or whose
+  // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
+  // unless it is `initialize`, which opens a 2025 session whatever the header says.
+  // The header is asked first: it settles the question without reading the params.
+  const bool modern =
+      msg.is_request() &&
+      ((version && is_modern_version(*version) && msg.method() != "initialize") || is_modern_request(msg));
+  if (modern) co_return co_await serve_modern(c, req, std::move(msg), version);
+  if (version && !is_supported_version(*version)) {
+    const request_refusal r = unsupported_version(*version);
+    // A named body, not a conditional expression in the co_await: g++ 12 destroys a
+    // temporary selected by ?: twice when the full expression spans a suspension.
+    std::string body = rpc_error_body(r.code, r.message);
+    if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
+    co_return co_await c.reply(400, "application/json", body);
+  }
+  if (o.stateless) co_return co_await serve_stateless(c, std::move(msg), version);
+  co_return co_await in_session(c, req, std::move(msg));
+}
+
+task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::message msg) {
+  const options& o = st_.opts;
+  const bool server_json = o.reply == streaming::json;
+  const bool is_initialize = msg.is_request() && msg.method() == "initialize";
+  std::shared_ptr<session_entry> entry;
+  std::string new_session_header;
+  const std::string_view* sid = req.find("mcp-session-id");
+  if (is_initialize && !sid) {
+    // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
+    // lost connection ends its request.
+    std::unique_ptr<event_store> store;
+    if (!server_json && (o.event_store || o.event_ring_capacity > 0))
+      store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
+    entry = session_entry::create(st_.srv, c.executor(), std::move(store));
+    if (!st_.sessions.insert(entry, o.max_sessions))
+      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                         "Service Unavailable: too many sessions, try again later");
+    new_session_header = "Mcp-Session-Id: " + entry->id + "\r\n";
+  } else {
+    if (!sid)
+      co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
+                                         "Bad Request: Mcp-Session-Id header is required");
+    entry = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
+    if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
+    if (!entry)
+      co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request,
+                                         "Not Found: unknown or ended session; initialize a new one");
+  }
+  entry->last_used = now_ns();
+
+  if (!msg.is_request()) {
+    // Notifications and responses get 202 as soon as they are handed over.
+    asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg)]() mutable { s->receive(std::move(m)); });
+    co_return co_await c.reply(202, {}, {});
+  }
+
+  // Polling a task is answered with one JSON document even on an event-stream server:
+  // MCP 2025-11-25 asks servers not to upgrade `tasks/get` to a stream (the client is
+  // polling), and these answers never carry anything but the response.
+  const bool json_mode = server_json || is_task_poll(msg.method());
+  const std::uint64_t number = ++entry->next_stream;
+  const ir::request_id request_id = msg.id();
+  auto sink = c.make_sink();
+  ++entry->active;
+  // Counted before the hand-over, while `active` still holds the session: the reaper
+  // never sees a moment with neither.
+  ++entry->running;
+  // Why a tool on this stream could not ask the client anything (empty: it can).
+  const std::string_view refusal =
+      json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
+                  "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
+                : std::string_view();
+  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg)]() mutable {
+    auto stream = std::make_shared<logical_stream>(
+        number, json_mode ? nullptr : entry->store.get(),
+        [entry, number] {
+          entry->streams.erase(number);
+          // The idle clock starts at the answer: a client that lost the stream has the
+          // whole timeout to resume it.
+          entry->last_used = now_ns();
+          --entry->running;
+        },
+        refusal);
+    entry->streams.emplace(number, stream);
+    // A client of 2025-11-25 or later gets a priming event first: an id to resume from
+    // before any data. Decided by the session's negotiated version, not the request's
+    // header (which some clients send as 2025-03-26 regardless).
+    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
+      sink->push(sse_event{event_id(number, 0), std::string()});
+    stream->attach(sink);
+    entry->s->receive(std::move(m), stream);
+    // The verdict is posted behind the tool's first step (receive() posts that too), so
+    // everything a tool that finishes at once says (the priming event, the answer, the
+    // end) is queued before it, and the connection writes the response in one write
+    // instead of one per event. A tool that suspends gets its head and priming event
+    // out at once all the same.
+    asio::post(entry->executor, [sink] { sink->accept(); });
+  });
+  bool keep;
+  if (json_mode) {
+    keep = co_await c.serve_json(sink, new_session_header);
+  } else {
+    c.watch_for_close(sink);
+    co_await sink->wait_settled();
+    keep = co_await c.serve_events(sink, new_session_header, false);
+    c.stop_watching();  // drops the close watch, which holds this connection
+  }
+  if (sink->dead()) {
+    // The client went away mid-stream. With a store the request goes on and its events
+    // are recorded, so a GET with Last-Event-ID can pick them up; without one nothing
+    // could ever reach the client again, so the request is cancelled (and any question
+    // its tool waits on is withdrawn) rather than left waiting for the session's end.
+    asio::dispatch(entry->executor, [entry, number, sink, request_id] {
+      if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+      if (!entry->store && !entry->legacy) entry->s->cancel(request_id);
+    });
+  }
+  --entry->active;
+  entry->last_used = now_ns();
+  co_return keep;
+}
+
+task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version) {
+  // Checked before anything runs: a proxy may have routed on these headers, and a body
+  // that says otherwise must not be served (SEP-2243).
+  if (!version)
+    co_return co_await c.reply(400, "application/json",
+                             rpc_error_body(msg.id(), ir::errc::header_mismatch,
+                                            "Header mismatch: the MCP-Protocol-Version header is required"));
+  // One read of the params for both checks (and the tool they name) and for the handler
+  // that serves the request, not one each.
+  std::optional<std::string> mismatch;
+  std::optional<request_refusal> refused;
+  std::optional<sessionless_call> call;
+  const auto check = [&](const ir::json_node* params) {
+    std::shared_ptr<const droid::detail::tool_entry> tool;
+    ir::json_node name;
+    if (params && msg.method() == "tools/call" && params->find("name", name) &&
+        name.kind() == ir::json_node::type::string)
+      tool = st_.srv.find_tool(name.string());
+    mismatch = check_routing_headers(req, msg.method(), params, tool.get());
+    if (mismatch) return;
+    peer_info peer;
+    refused = admit_modern(st_.srv, msg.method(), params, *version, peer);
+    if (refused) return;
+    call = start_sessionless(c, msg.method(), {});
+    local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer));
+  };
+  if (const ir::raw_json params = msg.params(); params.kind == ir::json_kind::object) {
+    (void)ir::visit_json(params.text, [&](const ir::json_node& p) { check(&p); });
+  } else {
+    check(nullptr);
+  }
+  if (mismatch)
+    co_return co_await c.reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *mismatch));
+  if (refused)
+    co_return co_await c.reply(refused->http_status, "application/json",
+                             rpc_error_body(msg.id(), refused->code, refused->message, refused->data));
+  co_return co_await answer_sessionless(c, std::move(*call));
+}
+
+task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, const std::string_view* version) {
+  // No session holds a request that a notification could cancel or a question that an
+  // answer could settle. Saying 202 to those would claim they were acted on: they are
+  // refused instead, naming what does work. Other notifications (initialized, roots
+  // changed) are accepted: there is nothing they need to reach.
+  if (msg.is_response())
+    co_return co_await c.reply_rpc_error(
+        400, ir::errc::invalid_request,
+        "Bad Request: this server is stateless (http::options::stateless) and never asks the client anything, "
+        "so no question waits for this answer");
+  if (msg.is_notification() && msg.method() == "notifications/cancelled")
+    co_return co_await c.reply_rpc_error(
+        400, ir::errc::invalid_request,
+        "Bad Request: this server is stateless (http::options::stateless), so notifications/cancelled cannot "
+        "find the request it names; close the request's connection to cancel it");
+  if (!msg.is_request()) co_return co_await c.reply(202, {}, {});
+  if (msg.method() == "initialize") {
+    const initialize_answer answer = answer_initialize(st_.srv, msg.params());
+    std::string body;
+    if (answer.error) {
+      ir::append_error(body, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params), *answer.error);
+    } else {
+      ir::append_result(body, msg.id(), answer.result);
+    }
+    co_return co_await c.reply(200, "application/json", body);
+  }
+  peer_info peer;
+  // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
+  peer.protocol_version = version ? std::string(*version) : "2025-03-26";
+  peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
+  sessionless_call call = start_sessionless(c, 
+      msg.method(),
+      "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
+      "serve with sessions to let tools ask the client");
+  ir::request_id key = call.key;
+  local(c).runner->serve(std::move(key), std::move(msg), call.stream, true, std::move(peer));
+  co_return co_await answer_sessionless(c, std::move(call));
+}
+
+streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(connection& c, std::string_view method, std::string_view refusal) {
+  sessionless_call call;
+  call.listen = method == "subscriptions/listen";
+  // A listen is answered as a stream whatever `options::reply` says: as one JSON document
+  // it could only be sent when the listen ends, and nothing it carries would ever arrive.
+  call.json_mode = (st_.opts.reply == streaming::json || is_task_poll(method)) && !call.listen;
+  call.key = ir::request_id(local(c).mint_key());
+  // A listen stream is open until the client leaves; it must not hold up a graceful stop.
+  if (!call.listen) ++st_.sessionless_answering;
+  call.sink = c.make_sink();
+  // No store: a sessionless stream cannot be resumed, and its events carry no ids.
+  call.stream = std::make_shared<logical_stream>(
+      0, nullptr, nullptr,
+      call.json_mode ? std::string_view("this server answers each request with a single JSON document "
+                                        "(http::options::reply is streaming::json), so a tool cannot ask the "
+                                        "client a question")
+                     : refusal);
+  call.stream->attach(call.sink);
+  return call;
+}
+
+task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_call call) {
+  const std::shared_ptr<response_sink>& sink = call.sink;
+  // Behind whatever the request's first step queued, as for a session's request.
+  asio::post(c.executor(), [sink] { sink->accept(); });
+  // The verdict is posted behind the request's first step, so a request answered by it
+  // (most are) is finished here already.
+  co_await sink->wait_settled();
+  // Hanging up is the client's cancellation, whichever way the answer comes, so a request
+  // still running is watched. One answered already is not: the watch costs an epoll
+  // registration and a cancel per request (measured: about 15% of a stateless request's
+  // CPU time), for a request that can no longer be cancelled.
+  const bool watched = !sink->finished();
+  if (watched) c.watch_for_close(sink);
+  bool keep;
+  if (call.json_mode) {
+    keep = co_await c.serve_json(sink, {});
+  } else {
+    // A listen stream idles like the 2025 standalone stream it replaces, so it carries
+    // the same keep-alive comments: proxies and client timers would close it otherwise.
+    keep = co_await c.serve_events(sink, {}, call.listen);
+  }
+  if (watched) {
+    c.stop_watching();  // drops the close watch, which holds this connection
+  }
+  // A closed stream is the client's cancellation (2026-07-28 has no other on HTTP); a
+  // request that is over already is not found and nothing happens. The stream is not
+  // detached from its dead sink here: a retry handed to the shard that keeps its frame
+  // uses the stream there, and a dead sink drops what it is given anyway.
+  if (sink->dead()) local(c).runner->cancel(call.key);
+  if (!call.listen) --st_.sessionless_answering;
+  co_return keep;
+}
+
+task<bool> streamable_endpoint::get(connection& c, request& req) {
+  const options& o = st_.opts;
+  if (o.stateless || !o.standalone_stream)
+    co_return co_await c.reply(405, "text/plain", "method not allowed\n", false,
+                             o.stateless ? "Allow: POST\r\n" : "Allow: POST, DELETE\r\n");
+  const std::string_view* accept = req.find("accept");
+  if (!accept || !accepts(*accept, "text/event-stream"))
+    co_return co_await c.reply_rpc_error(406, ir::errc::invalid_request,
+                                       "Not Acceptable: Accept must include text/event-stream");
+  const std::string_view* sid = req.find("mcp-session-id");
+  if (!sid)
+    co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
+  auto entry = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
+  if (entry && entry->legacy) entry = nullptr;
+  if (!entry)
+    co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+
+  // Which stream, and from where: no Last-Event-ID opens the standalone stream afresh;
+  // one names a stream of this session and the last event the client saw on it.
+  std::uint64_t number = 0, after = 0;
+  const std::string_view* last = req.find("last-event-id");
+  if (last && !parse_event_id(*last, number, after))
+    co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
+                                       "Bad Request: Last-Event-ID was not issued by this server");
+  const bool standalone = number == 0;
+  if (standalone && entry->has_standalone.exchange(true))
+    co_return co_await c.reply_rpc_error(409, ir::errc::invalid_request,
+                                       "Conflict: this session already has a standalone stream open");
+
+  auto sink = c.make_sink();
+  ++entry->active;
+  asio::dispatch(entry->executor, [entry, sink, number, after, resume = last != nullptr] {
+    const auto refuse = [&] {
+      sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
+    };
+    if (number == 0) {
+      if (resume && !entry->standalone->replay(after, *sink)) return refuse();
+      entry->standalone->attach(sink);
+      sink->accept();
+      return;
+    }
+    if (number > entry->next_stream.load() || entry->s->is_closed()) return refuse();
+    if (auto it = entry->streams.find(number); it != entry->streams.end()) {
+      if (!it->second->replay(after, *sink)) return refuse();
+      it->second->attach(sink, true);
+    } else {
+      // The request is over; its events may still be in the store.
+      const bool ok = entry->store && entry->store->replay(number, after, [&](std::uint64_t seq, std::string_view data) {
+        sink->push(sse_event{event_id(number, seq), std::string(data)});
+      });
+      if (!ok) return refuse();
+    }
+    entry->resumed.push_back(sink);
+    sink->accept();
+  });
+  co_await sink->wait_settled();
+  bool keep = false;
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (!sink->dead()) {
+    // Resumed request streams idle with keep-alives like the standalone one (see
+    // logical_stream::attach).
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, true);
+    c.stop_watching();
+  }
+  asio::dispatch(entry->executor, [entry, sink, number] {
+    if (number == 0) {
+      entry->standalone->detach(sink);
+    } else {
+      if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+      std::erase(entry->resumed, sink);
+    }
+  });
+  if (standalone) entry->has_standalone = false;
+  --entry->active;
+  entry->last_used = now_ns();
+  co_return keep;
+}
+
+task<bool> streamable_endpoint::remove(connection& c, request& req) {
+  if (st_.opts.stateless) co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
+  const std::string_view* sid = req.find("mcp-session-id");
+  if (!sid)
+    co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
+  auto found = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
+  auto entry = found && !found->legacy ? st_.sessions.erase(*sid) : nullptr;
+  if (!entry)
+    co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  end_session(entry);
+  co_return co_await c.reply(200, {}, {});
+}
+
+}  // namespace droid::http::detail
