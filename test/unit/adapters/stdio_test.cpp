@@ -216,6 +216,44 @@ TEST_SUITE("adapters/stdio") {
     CHECK(out[1].at("id") == 3);
   }
 
+  TEST_CASE("a line at the limit gets the same verdict whole and split across reads (2.26)") {
+    // Found by the stdio_framer fuzz harness: a partial line was discarded as soon as it
+    // passed the limit, counting the \r of its CRLF, and a blank line was skipped before
+    // its size was checked, so the same bytes were accepted whole and refused split (or
+    // the reverse). A last line over the limit without its newline went unanswered.
+    const std::size_t limit = 100;
+    const std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"p":")";
+    const std::string exact = ping + std::string(limit - ping.size() - 3, 'x') + "\"}}";
+    REQUIRE(exact.size() == limit);
+    const std::string blank(limit + 1, ' ');
+    const std::string last_over(limit + 10, 'y');
+    for (const bool split : {false, true}) {
+      CAPTURE(split);
+      droid::stdio::options opts;
+      opts.max_message_size = limit;
+      pipes_fixture f(opts);
+      const std::string all = exact + "\r\n" + blank + "\n" + last_over;
+      if (split) {
+        // Every line cut just before its end, so each read ends inside a line.
+        std::size_t written = 0;
+        for (const std::size_t cut : {exact.size() + 1, exact.size() + 2 + blank.size(), all.size() - 1, all.size()}) {
+          f.write(all.substr(written, cut - written));
+          written = cut;
+          // Steps enough for the server to read what is there before more arrives.
+          for (int i = 0; i < 4; ++i) f.step();
+        }
+      } else {
+        f.write(all);
+      }
+      f.run_to_end();
+      const auto out = f.lines(3);
+      REQUIRE(out.size() == 3);
+      CHECK(out[0].at("id") == 1);
+      CHECK(out[1].at("error").at("code") == -32600);
+      CHECK(out[2].at("error").at("code") == -32600);
+    }
+  }
+
   TEST_CASE("malformed lines get errors and the session goes on (2.1, D2)") {
     pipes_fixture f;
     f.write("{\"jsonrpc\":\"2.0\",\n\xff\xfe\n" + init_line);

@@ -74,7 +74,8 @@
 /// `match(expand(v)) == v` for every map `v` whose keys are the template's variables,
 /// with two exceptions. First, a `{+var}`/`{#var}` value that already contains a `%XX`
 /// sequence: the RFC keeps triplets in reserved expansion on purpose, so that `v` reads
-/// back decoded. Second, a value made ambiguous by adjacent expressions (`{a}{b}`),
+/// back decoded, and when the decoded bytes are not UTF-8 (`%B4`) the expansion does not
+/// match at all. Second, a value made ambiguous by adjacent expressions (`{a}{b}`),
 /// which reads back leftmost-shortest. A variable missing from `v` reads back as `""`,
 /// unless it appears only in `{#var}` (see "The one absent value"). Conversely, `expand(match(u))` gives back `u`,
 /// up to the spelling of triplets.

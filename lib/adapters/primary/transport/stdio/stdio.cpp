@@ -180,9 +180,15 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
     buf.resize(old + n);
     if (read_ec) {
       // A last message without its newline is still a message: a peer that writes one
-      // and closes its end deserves the answer (if it still reads).
-      if (read_ec == asio::error::eof && !discarding && !is_blank(buf)) buf += '\n';
-      else break;
+      // and closes its end deserves the answer (if it still reads). So is a last line
+      // that was being discarded: it gets the same -32600 as one that had its newline.
+      if (read_ec != asio::error::eof) break;
+      if (discarding) {
+        oversize();
+        break;
+      }
+      if (buf.empty()) break;
+      buf += '\n';
       ec = read_ec;
     }
 
@@ -196,11 +202,14 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
         continue;
       }
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (is_blank(line)) continue;
+      // The limit before the blank check: a partial line past the limit is discarded
+      // below before anyone can know it is blank, so a blank line over the limit must be
+      // refused here too, or the answer would depend on how reads split the input.
       if (line.size() > opts.max_message_size) {
         oversize();
         continue;
       }
+      if (is_blank(line)) continue;
       auto decoded = ir::decode(std::string(line));
       if (auto* m = std::get_if<ir::message>(&decoded)) {
         s->receive(std::move(*m));
@@ -211,8 +220,10 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
     buf.erase(0, start);
     scanned = buf.size();
     // A partial line past the limit is dropped now and its remainder as it arrives, so
-    // a hostile peer cannot make us buffer more than one limit plus one read.
-    if (discarding || buf.size() > opts.max_message_size) {
+    // a hostile peer cannot make us buffer more than one limit plus one read. One byte
+    // of slack: a line of exactly the limit may still be followed by the `\r` of its
+    // CRLF, and it is accepted when it arrives whole.
+    if (discarding || buf.size() > opts.max_message_size + 1) {
       discarding = true;
       buf.clear();
       scanned = 0;
