@@ -429,15 +429,23 @@ constexpr bool has_checks(const field_hint& h) {
          !h.pattern.empty() || !h.enum_values.empty() || h.min_items || h.max_items;
 }
 
-/// The hint of member `D` of `T`, found at compile time so that decoding a member with
-/// no checks costs nothing.
+/// What `hint_index` gives a member with no hint.
+inline constexpr std::size_t no_hint = static_cast<std::size_t>(-1);
+
+/// Where the hint of member `D` of `T` is in `field_hints<T>::fields`, found at compile
+/// time so that decoding a member with no checks costs nothing. Why an index and not a
+/// pointer: g++ with AddressSanitizer cannot compare the address of a global with null
+/// in a constant expression, so `if constexpr (pointer != nullptr)` fails to compile there.
 template <class T, class D>
-consteval const field_hint* hint_for() {
+consteval std::size_t hint_index() {
   if constexpr (requires { field_hints<T>::fields; }) {
-    for (const field_hint& h : field_hints<T>::fields)
-      if (h.name == std::string_view(D::name)) return &h;
+    std::size_t i = 0;
+    for (const field_hint& h : field_hints<T>::fields) {
+      if (h.name == std::string_view(D::name)) return i;
+      ++i;
+    }
   }
-  return nullptr;
+  return no_hint;
 }
 
 /// True when scalar or string `x` keeps `h`'s value constraints; otherwise false with
@@ -639,8 +647,9 @@ void check_struct_hints() {
     const T initial{};
     boost::mp11::mp_for_each<public_members<T>>([&](auto d) {
       using M = std::remove_cvref_t<decltype(initial.*d.pointer)>;
-      constexpr const field_hint* h = hint_for<T, decltype(d)>();
-      if constexpr (h != nullptr) {
+      constexpr std::size_t at = hint_index<T, decltype(d)>();
+      if constexpr (at != no_hint) {
+        const field_hint* h = &field_hints<T>::fields[at];
         check_field_hint<M>(*h);
         std::string error;
         if (h->defaulted && !keeps_field_hint(initial.*d.pointer, *h, json_path(std::string_view(d.name)), error))
@@ -674,9 +683,9 @@ void check_arguments() {
     const T initial{};
     boost::mp11::mp_for_each<public_members<T>>([&](auto d) {
       using M = std::remove_cvref_t<decltype(initial.*d.pointer)>;
-      constexpr const field_hint* h = hint_for<T, decltype(d)>();
+      constexpr std::size_t at = hint_index<T, decltype(d)>();
       bool defaulted = false;
-      if constexpr (h != nullptr) defaulted = h->defaulted;
+      if constexpr (at != no_hint) defaulted = field_hints<T>::fields[at].defaulted;
       if (!defaulted) {
         const boost::json::value start = to_json_value(initial.*d.pointer);
         if (start != to_json_value(M{})) {
@@ -933,9 +942,11 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
         return;
       }
       ok = decode_value(m, out.*d.pointer, member_path, error);
-      constexpr const field_hint* h = hint_for<T, decltype(d)>();
-      if constexpr (h != nullptr && has_checks(*h)) {
-        if (ok) ok = keeps_field_hint(out.*d.pointer, *h, member_path, error);
+      constexpr std::size_t at = hint_index<T, decltype(d)>();
+      if constexpr (at != no_hint) {
+        if constexpr (has_checks(field_hints<T>::fields[at])) {
+          if (ok) ok = keeps_field_hint(out.*d.pointer, field_hints<T>::fields[at], member_path, error);
+        }
       }
     });
     return ok;
