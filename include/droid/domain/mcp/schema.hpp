@@ -448,6 +448,14 @@ consteval std::size_t hint_index() {
   return no_hint;
 }
 
+/// The hint of member `D` of `T`; only for a member that has one (`hint_index` says).
+/// Why a function of `D`: inside the per-member lambdas, `field_hints<T>::fields` alone
+/// does not depend on the member, and clang checks it even in a discarded branch.
+template <class T, class D>
+constexpr const field_hint& hint_of() {
+  return field_hints<T>::fields[hint_index<T, D>()];
+}
+
 /// True when scalar or string `x` keeps `h`'s value constraints; otherwise false with
 /// `error` a sentence naming `path` and the rule.
 template <class X>
@@ -649,7 +657,7 @@ void check_struct_hints() {
       using M = std::remove_cvref_t<decltype(initial.*d.pointer)>;
       constexpr std::size_t at = hint_index<T, decltype(d)>();
       if constexpr (at != no_hint) {
-        const field_hint* h = &field_hints<T>::fields[at];
+        const field_hint* h = &hint_of<T, decltype(d)>();
         check_field_hint<M>(*h);
         std::string error;
         if (h->defaulted && !keeps_field_hint(initial.*d.pointer, *h, json_path(std::string_view(d.name)), error))
@@ -685,7 +693,7 @@ void check_arguments() {
       using M = std::remove_cvref_t<decltype(initial.*d.pointer)>;
       constexpr std::size_t at = hint_index<T, decltype(d)>();
       bool defaulted = false;
-      if constexpr (at != no_hint) defaulted = field_hints<T>::fields[at].defaulted;
+      if constexpr (at != no_hint) defaulted = hint_of<T, decltype(d)>().defaulted;
       if (!defaulted) {
         const boost::json::value start = to_json_value(initial.*d.pointer);
         if (start != to_json_value(M{})) {
@@ -944,8 +952,8 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
       ok = decode_value(m, out.*d.pointer, member_path, error);
       constexpr std::size_t at = hint_index<T, decltype(d)>();
       if constexpr (at != no_hint) {
-        if constexpr (has_checks(field_hints<T>::fields[at])) {
-          if (ok) ok = keeps_field_hint(out.*d.pointer, field_hints<T>::fields[at], member_path, error);
+        if constexpr (has_checks(hint_of<T, decltype(d)>())) {
+          if (ok) ok = keeps_field_hint(out.*d.pointer, hint_of<T, decltype(d)>(), member_path, error);
         }
       }
     });
