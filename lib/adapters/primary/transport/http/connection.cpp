@@ -261,18 +261,8 @@ task<void> connection::run() {
           armed_for_request = true;
           arm(opts.header_timeout);
         }
-        if (parser_.headers_complete() && !parser_.failed()) body_start_ns = now_ns();
-        if (body_start_ns >= 0 && !parser_.complete() && !parser_.failed()) {
-          // Each byte received buys 1/min_body_rate seconds more, so the body must keep
-          // arriving at that rate on average once the grace is spent. Why not a deadline
-          // computed once from Content-Length: a client that declared 4 MiB would get
-          // grace + 4 MiB / 240 B/s, almost five hours, to trickle it a byte a minute
-          // (and so would every chunked body, whose length is not known): a slow-body
-          // attack held its connections for hours.
-          const auto received = static_cast<std::int64_t>(parser_.current().body.size());
-          deadline_ns = body_start_ns + grace_ns + received * 1'000'000'000 / rate;
-        }
         if (parser_.headers_complete() && !parser_.failed()) {
+          body_start_ns = now_ns();
           if (const std::string_view* expect = parser_.current().find("expect")) {
             if (media_type_is(*expect, "100-continue")) {
               if ((!parser_.content_length() || *parser_.content_length() > 0) && start == buf.size() &&
@@ -283,6 +273,16 @@ task<void> connection::run() {
               co_return;
             }
           }
+        }
+        if (body_start_ns >= 0 && !parser_.complete() && !parser_.failed()) {
+          // Each byte received buys 1/min_body_rate seconds more, so the body must keep
+          // arriving at that rate on average once the grace is spent. Why not a deadline
+          // computed once from Content-Length: a client that declared 4 MiB would get
+          // grace + 4 MiB / 240 B/s, almost five hours, to trickle it a byte a minute
+          // (and so would every chunked body, whose length is not known): a slow-body
+          // attack held its connections for hours.
+          const auto received = static_cast<std::int64_t>(parser_.current().body.size());
+          deadline_ns = body_start_ns + grace_ns + received * 1'000'000'000 / rate;
         }
         if (used > 0 || parser_.complete() || parser_.failed()) continue;
       }

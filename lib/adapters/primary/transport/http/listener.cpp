@@ -274,7 +274,7 @@ std::size_t listener::connections() const { return impl_->core.connections(); }
 
 int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
   std::signal(SIGPIPE, SIG_IGN);
-  const bool opts_tls_empty = opts.tls_certificate_chain.empty();
+  const bool tls = !opts.tls_certificate_chain.empty();
   listener l(srv, std::move(opts));
   if (on_ready) on_ready(l);
   // Signals are watched on a thread of their own so that every shard stays a plain
@@ -298,7 +298,7 @@ int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
       await_reload();
     });
   };
-  if (!opts_tls_empty) {
+  if (tls) {
     reloads.add(SIGHUP);
     await_reload();
   }
