@@ -27,6 +27,12 @@ std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
   return std::nullopt;
 }
 
+/// The authenticated caller of the request on `channel`, or null (no authentication).
+const principal* caller_of(const request_channel& channel) noexcept {
+  const request_origin* o = channel.origin();
+  return o ? o->principal.get() : nullptr;
+}
+
 /// Reads the OpenTelemetry keys of `_meta` (nothing allocated when there are none).
 trace_context trace_of(const ir::json_node& params) {
   trace_context t;
@@ -321,7 +327,13 @@ reply dispatcher::list_tools(const ir::json_node* params, const request_scope& s
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  const auto page = server_.tools_from(from, next);
+  auto page = server_.tools_from(from, next);
+  if (server_.options().hide_unauthorized_tools) {
+    // A page may come out short (even empty, with a next cursor): clients follow the
+    // cursor, and the next page is where it says.
+    if (const principal* who = caller_of(scope.channel))
+      std::erase_if(page, [who](const auto& t) { return !who->has_scopes(t->info.required_scopes); });
+  }
   return reply::ok(page_json("tools", page, next, scope.peer, server_.options().cache.tools));
 }
 
@@ -552,6 +564,13 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   auto tool = server_.find_tool(name.string());
   // MCP: an unknown tool is a protocol error, not a tool execution error.
   if (!tool) return reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
+  if (const principal* who = caller_of(scope.channel); who && !who->has_scopes(tool->info.required_scopes)) {
+    // HTTP answers this with 403 before the request gets here (the status tells the
+    // client to step up); a transport that does not still never runs the tool.
+    std::string text = "Forbidden: tool " + std::string(name.string()) + " requires the scope(s)";
+    for (const std::string& s : tool->info.required_scopes) text.append(" ").append(s);
+    return reply::error(ir::errc::invalid_request, std::move(text));
+  }
   ir::json_node args;
   const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
   if (has_args && args.kind() != ir::json_node::type::object)

@@ -111,11 +111,11 @@ void request_runner::impl::frame_result(std::string& buf, const ir::request_id& 
 /// is served with none; params that do not parse get -32602).
 void request_runner::impl::admit(request_runner& self, ir::request_id key, const ir::message& msg,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
-                                 std::optional<peer_info> own_peer) {
+                                 std::optional<peer_info> own_peer, std::shared_ptr<const request_origin> origin) {
   const ir::raw_json params = msg.params();
   if (!params.present() || params.kind == ir::json_kind::null) {
     admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
-          std::move(own_peer));
+          std::move(own_peer), std::nullopt, std::move(origin));
     return;
   }
   std::string_view detail;
@@ -125,7 +125,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
       [&](const ir::json_node& node) {
         ran = true;
         admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-              std::move(own_peer));
+              std::move(own_peer), std::nullopt, std::move(origin));
       },
       &detail);
   if (ec && !ran) {
@@ -246,7 +246,8 @@ void request_runner::impl::cancel_asked(std::int64_t exchange_id) {
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
-                                 std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned) {
+                                 std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
+                                 std::shared_ptr<const request_origin> origin) {
   outbound* to = stream.get();
   stream_finisher done{finish_stream ? to : nullptr};
   // The stream is kept here until the request is over, whatever the path below.
@@ -316,6 +317,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     record.peer = &*record.own_peer;
   } else {
     record.peer = peer;
+    record.origin_of_request = std::move(origin);
   }
   // A request answered at once leaves the table before its answer goes out, as one
   // answered later does; its peer is taken out of the record first (`id` is the
@@ -401,8 +403,8 @@ std::shared_ptr<request_runner> request_runner::create(server& srv, asio::any_io
 }
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
-                           const peer_info& peer) {
-  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, &peer, std::nullopt);
+                           const peer_info& peer, std::shared_ptr<const request_origin> origin) {
+  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, &peer, std::nullopt, std::move(origin));
 }
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,

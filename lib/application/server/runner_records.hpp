@@ -153,6 +153,10 @@ struct runner_call final : detail::request_channel {
   void record_once(std::string_view key, const boost::json::value& value) override;
   bool become_task(std::string& refusal) override;
   std::string_view task_id() const noexcept override { return task ? std::string_view(task->id) : std::string_view(); }
+  const request_origin* origin() const noexcept override {
+    if (origin_of_request) return origin_of_request.get();
+    return peer ? peer->origin.get() : nullptr;
+  }
 
   // A task's halves of the channel (runner_tasks.cpp).
   std::optional<exchange_result> settle_task_question(std::string_view method, std::string& key);
@@ -186,6 +190,9 @@ struct runner_call final : detail::request_channel {
   /// The client as this request sees it: a session's (`peer` points there) or its own.
   const peer_info* peer = nullptr;
   std::optional<peer_info> own_peer;
+  /// Where a 2025 session's request came from (a request with a view of its own keeps
+  /// it in `own_peer`).
+  std::shared_ptr<const request_origin> origin_of_request;
   std::optional<tool_context> context;
 
   /// The key of this record in its table (in the node itself, so it stays valid while
@@ -249,13 +256,14 @@ struct request_runner::impl {
     bool frame_only = false;
   };
   void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
-             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer);
+             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer,
+             std::shared_ptr<const request_origin> origin = {});
   /// `preplanned`: the retry was planned already (a retry another shard handed over
   /// whose frame is gone), so its state is not opened again.
   void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
              const peer_info* peer, std::optional<peer_info> own_peer,
-             std::optional<retry_plan> preplanned = std::nullopt);
+             std::optional<retry_plan> preplanned = std::nullopt, std::shared_ptr<const request_origin> origin = {});
   bool resolve(std::int64_t id, exchange_result outcome);
   /// Withdraws question `id`, whichever era asked it (posted by `cancel_exchange`).
   void cancel_asked(std::int64_t id);

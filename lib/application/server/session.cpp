@@ -60,6 +60,9 @@ struct session::impl {
   /// same connection (stdio), each with its own view of the client.
   std::shared_ptr<request_runner> runner;
   peer_info peer;
+  /// Whom the transport authenticated the session's creator as: kept apart from `peer`,
+  /// which `initialize` replaces, and copied into it there.
+  std::string principal;
   bool initialized = false;
   bool closed = false;
   /// Whether `initialize` declared the tools capability: a client that was not told
@@ -72,8 +75,11 @@ struct session::impl {
 session::session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 session::~session() = default;
 
-std::shared_ptr<session> session::create(server& srv, asio::any_io_executor executor, std::shared_ptr<outbound> out) {
+std::shared_ptr<session> session::create(server& srv, asio::any_io_executor executor, std::shared_ptr<outbound> out,
+                                         std::string principal) {
   std::shared_ptr<session> s(new session(std::make_unique<impl>(srv, std::move(executor), std::move(out))));
+  s->impl_->principal = std::move(principal);
+  s->impl_->peer.principal = s->impl_->principal;
   srv.attach(s);
   return s;
 }
@@ -195,7 +201,7 @@ void session::route_answer(ir::message msg) {
   impl_->runner->route_answer(msg);
 }
 
-void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
+void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::shared_ptr<const request_origin> origin) {
   impl& s = *impl_;
   // Every request ends the stream it was given exactly once, however it ends. The
   // session's own outbound (stdout, a legacy event stream) serves every request and is
@@ -287,6 +293,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
       return;
     }
     s.peer = std::move(answer.peer);
+    s.peer.principal = s.principal;
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
     s.runner->send_result(to, id, answer.result, s.peer);
@@ -341,7 +348,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream) {
   // The runner ends the stream from here on.
   done.to = nullptr;
   ir::request_id key = id;
-  s.runner->serve(std::move(key), std::move(msg), std::move(stream), own_stream, s.peer);
+  s.runner->serve(std::move(key), std::move(msg), std::move(stream), own_stream, s.peer, std::move(origin));
 }
 
 }  // namespace droid

@@ -15,6 +15,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <droid/application/server/request_origin.hpp>
+
 #include <droid/domain/mcp/revision.hpp>
 
 namespace droid {
@@ -44,9 +46,13 @@ struct peer_info {
   /// session, `io.modelcontextprotocol/logLevel` in a 2026 request's `_meta`); none until
   /// it asks, and then nothing is sent.
   std::optional<log_level> min_log_level{};
-  /// Who the transport authenticated the request as (empty: no authentication). A
-  /// 2026-07-28 `requestState` is bound to it, so another principal cannot present it.
+  /// Who the transport authenticated the request as (`principal::key()`; empty: no
+  /// authentication). What the request creates is bound to it: a 2026-07-28
+  /// `requestState` and a task, so another principal cannot present them.
   std::string principal{};
+  /// Where a request with a view of its own (2026-07-28, stateless HTTP) came from; null
+  /// for a 2025 session's view, whose requests each bring theirs (`session::receive`).
+  std::shared_ptr<const request_origin> origin{};
 
   /// True when the client declared the top-level capability `name`.
   [[nodiscard]] bool has_capability(std::string_view name) const noexcept {

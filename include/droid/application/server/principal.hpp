@@ -44,6 +44,10 @@ struct principal {
   [[nodiscard]] bool has_scope(std::string_view scope) const noexcept {
     return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
   }
+  /// True when every scope of `needed` was granted.
+  [[nodiscard]] bool has_scopes(const std::vector<std::string>& needed) const noexcept {
+    return std::all_of(needed.begin(), needed.end(), [this](const std::string& s) { return has_scope(s); });
+  }
   /// What the engine binds sessions, request state and tasks to: issuer and subject,
   /// never the token itself (a refreshed token names the same principal).
   [[nodiscard]] std::string key() const { return issuer + '\n' + subject; }

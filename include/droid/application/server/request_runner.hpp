@@ -74,8 +74,9 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// when `finish_stream`, `stream->finish()` is called once the request is over
   /// (answered, refused, cancelled). `peer` is a session's view of the client and must
   /// outlive the request (the session keeps it, and updates the log level in place).
+  /// `origin`: where this request came from (its principal, address, headers), or null.
   void serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
-             const peer_info& peer);
+             const peer_info& peer, std::shared_ptr<const request_origin> origin = {});
   /// The same with a view of the client that belongs to this request alone (a 2026
   /// request's `_meta`, a stateless HTTP request's headers).
   void serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,

@@ -136,6 +136,12 @@ struct server_options {
     std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
   };
   task_options tasks{};  ///< see `task_options`
+
+  /// With an authenticating transport, `tools/list` leaves out the tools whose
+  /// `required_scopes` the caller's token lacks. Why off by default: a client that cannot
+  /// see a tool cannot tell its user which scope would unlock it; a server whose tool
+  /// list is itself sensitive turns this on.
+  bool hide_unauthorized_tools = false;
 };
 
 namespace detail {

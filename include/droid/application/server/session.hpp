@@ -72,17 +72,22 @@ struct initialize_answer {
 /// until it completes. The `server` must outlive it.
 class session : public std::enable_shared_from_this<session> {
  public:
-  /// A session serving `srv`, running tools on `executor`, sending through `out`.
+  /// A session serving `srv`, running tools on `executor`, sending through `out`, for
+  /// the authenticated `principal` (`principal::key()`; empty: none), to which its tasks
+  /// are bound. The transport checks that later requests come from the same principal.
   [[nodiscard]] static std::shared_ptr<session> create(server& srv, asio::any_io_executor executor,
-                                                       std::shared_ptr<outbound> out);
+                                                       std::shared_ptr<outbound> out, std::string principal = {});
   ~session();
   session(const session&) = delete;
   session& operator=(const session&) = delete;
 
   /// Handles one decoded message from the peer. Whatever answers it (its response, and
   /// notifications from its tool) goes to `stream`, or to the session's own outbound when
-  /// `stream` is null; `stream->finish()` is called once the request is over.
-  void receive(ir::message message, std::shared_ptr<outbound> stream = nullptr);
+  /// `stream` is null; `stream->finish()` is called once the request is over. `origin`:
+  /// where the message came from (its principal, address, headers), for the tool it
+  /// reaches; or null.
+  void receive(ir::message message, std::shared_ptr<outbound> stream = nullptr,
+               std::shared_ptr<const request_origin> origin = nullptr);
   /// Answers a message the decoder refused (when JSON-RPC says to answer it).
   void reject(const ir::rejection& why);
   /// Cancels the peer's request `id` as if the peer had sent `notifications/cancelled`:

@@ -165,6 +165,8 @@ class request_channel {
   virtual bool become_task(std::string& refusal) = 0;
   /// The id of the task this tool runs as, or empty.
   [[nodiscard]] virtual std::string_view task_id() const noexcept = 0;
+  /// Where the request came from (null: the transport said nothing, as stdio).
+  [[nodiscard]] virtual const request_origin* origin() const noexcept { return nullptr; }
 
  protected:
   ~request_channel() = default;
@@ -339,6 +341,15 @@ class tool_context {
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
   /// The trace context the request carried in `_meta` (empty when it carried none).
   [[nodiscard]] const trace_context& trace() const noexcept { return trace_; }
+  /// Where the request came from: its principal, the peer's address, the headers the
+  /// server passes on (`http::options::forwarded_headers`). Null on stdio.
+  [[nodiscard]] const request_origin* origin() const noexcept { return channel_->origin(); }
+  /// Who the request is authenticated as (subject, scopes, claims); null when the
+  /// transport authenticates nobody (stdio, HTTP without `http::options::auth`).
+  [[nodiscard]] const droid::principal* principal() const noexcept {
+    const request_origin* o = origin();
+    return o ? o->principal.get() : nullptr;
+  }
 
   /// Sends `notifications/progress` if the client asked for progress (it sent a
   /// `progressToken`); otherwise does nothing. `progress` should increase with each call.

@@ -67,6 +67,11 @@ struct tool_info {
   /// "elicitation", "roots"). A 2026-07-28 request that did not declare them is refused
   /// before the tool runs, with -32021 naming them. Not part of the listing.
   std::vector<std::string> required_capabilities{};
+  /// OAuth scopes a caller must hold, all of them, to call the tool (docs/security.md).
+  /// Enforced where the transport authenticates callers (HTTP with `http::options::auth`):
+  /// a call without them is answered 403 with `insufficient_scope` naming them, so the
+  /// client can ask its user for more. Not part of the listing.
+  std::vector<std::string> required_scopes{};
   /// Whether it may run as a task (docs/tasks.md), and when it becomes one.
   task_support tasks = task_support::forbidden;
   task_start start = task_start::at_once;  ///< see `task_start`

@@ -142,6 +142,8 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
   std::error_code ec;
   const auto local = socket_.local_endpoint(ec);
   local_is_loopback_ = !ec && local.address().is_loopback();
+  const auto remote = socket_.remote_endpoint(ec);
+  if (!ec) remote_address_ = remote.address().to_string();
   socket_.set_option(tcp::no_delay(true), ec);
   if (tls) tls_ = std::make_unique<tls_stream>(socket_, std::move(tls));
 }

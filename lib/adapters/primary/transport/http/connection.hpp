@@ -212,6 +212,9 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   [[nodiscard]] asio::any_io_executor executor() { return socket_.get_executor(); }
   /// Whether the socket's local address is loopback (the Host check follows the socket).
   [[nodiscard]] bool local_is_loopback() const noexcept { return local_is_loopback_; }
+  /// The peer's IP address as text (empty when the socket could not say), for the
+  /// per-address request limit and the tool's view of where a request came from.
+  [[nodiscard]] const std::string& remote_address() const noexcept { return remote_address_; }
 
   /// Writes all of `data`, which the caller keeps alive until this completes.
   task<bool> write(std::string_view data);
@@ -269,6 +272,7 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   request_parser parser_;
   std::string response_headers_;
   bool local_is_loopback_ = false;
+  std::string remote_address_;
   bool timed_out_ = false;
   bool busy_ = false;
   bool closing_ = false;

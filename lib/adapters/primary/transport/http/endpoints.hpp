@@ -23,6 +23,7 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/message.hpp>
 
+#include "auth_gate.hpp"
 #include "sessions.hpp"
 
 namespace droid {
@@ -33,10 +34,25 @@ namespace droid::http::detail {
 
 class connection;
 struct request;
+struct endpoint_state;
 
 /// Answers a POST whose body is no JSON-RPC message we serve: 400 with the decoder's
 /// error, or 202 for what deserves no answer (a malformed notification, say).
 task<bool> reply_rejection(connection& c, const ir::rejection& why);
+
+/// True when `entry` may serve `who`: a session belongs to the principal that opened it
+/// (both empty without authentication). Why: a session id that leaks (a log, a proxy)
+/// must not let another user's token drive it.
+[[nodiscard]] bool belongs_to(const session_entry& entry, const caller& who) noexcept;
+/// Writes the 403 for a session used with another principal's token.
+task<bool> refuse_foreign_session(connection& c);
+
+/// The 403 `insufficient_scope` answer when `msg` is a `tools/call` of a tool whose
+/// `required_scopes` `who` lacks (written, with whether the connection may go on);
+/// nothing when the call may go ahead (or is no such call). Why before the request is
+/// served: the status line goes out first, and a client steps up on the 403 alone.
+task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, const caller& who,
+                                          const ir::message& msg);
 
 /// Serves the requests that belong to no session on one shard: 2026-07-28 requests, and
 /// every request of a stateless 2025 server.
@@ -55,10 +71,12 @@ struct sessionless_shard {
 
 /// What both endpoints and the listener's stop share.
 struct endpoint_state {
-  endpoint_state(droid::server& s, const options& o) : srv(s), opts(o) {}
+  endpoint_state(droid::server& s, const options& o) : srv(s), opts(o), gate(o) {}
 
   droid::server& srv;
   const options& opts;
+  /// Tokens, metadata and request limits, for every MCP path.
+  auth_gate gate;
   session_table sessions;
   /// By shard index; each used on its own shard only.
   std::vector<std::unique_ptr<sessionless_shard>> sessionless;
@@ -77,19 +95,21 @@ class streamable_endpoint {
  public:
   explicit streamable_endpoint(endpoint_state& st) : st_(st) {}
 
-  task<bool> post(connection& c, request& req);
-  task<bool> get(connection& c, request& req);
-  task<bool> remove(connection& c, request& req);
+  /// Each serves a request the gate admitted, from `who`.
+  task<bool> post(connection& c, request& req, const caller& who);
+  task<bool> get(connection& c, request& req, const caller& who);
+  task<bool> remove(connection& c, request& req, const caller& who);
 
  private:
   /// A 2026-07-28 request: routing headers and `_meta` checked, then served on this
   /// connection's shard with no session.
-  task<bool> serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version);
+  task<bool> serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version,
+                          const caller& who);
   /// A request of a stateless 2025 server (`options::stateless`): served with no session,
   /// the client's version read from the MCP-Protocol-Version header.
-  task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version);
+  task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version, const caller& who);
   /// A request of a 2025 session (or an `initialize` that opens one).
-  task<bool> in_session(connection& c, request& req, ir::message msg);
+  task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
 
   /// A sessionless request on its way: the stream the runner answers it on, and the
   /// sink the connection writes from.
@@ -120,8 +140,8 @@ class legacy_endpoint {
  public:
   explicit legacy_endpoint(endpoint_state& st) : st_(st) {}
 
-  task<bool> stream(connection& c, request& req);
-  task<bool> message(connection& c, request& req);
+  task<bool> stream(connection& c, request& req, const caller& who);
+  task<bool> message(connection& c, request& req, const caller& who);
 
  private:
   endpoint_state& st_;

@@ -14,14 +14,14 @@
 
 namespace droid::http::detail {
 
-task<bool> legacy_endpoint::stream(connection& c, request& req) {
+task<bool> legacy_endpoint::stream(connection& c, request& req, const caller& who) {
   const std::string_view* accept = req.find("accept");
   if (accept && !accepts(*accept, "text/event-stream"))
     co_return co_await c.reply_rpc_error(406, ir::errc::invalid_request,
                                        "Not Acceptable: Accept must include text/event-stream");
   // The session begins with its stream and ends with it: in this transport the stream is
   // the only way anything reaches the client.
-  auto entry = session_entry::create(st_.srv, c.executor(), nullptr);
+  auto entry = session_entry::create(st_.srv, c.executor(), nullptr, who.principal);
   entry->legacy = true;
   entry->active = 1;
   if (!st_.sessions.insert(entry, st_.opts.max_sessions))
@@ -49,7 +49,7 @@ task<bool> legacy_endpoint::stream(connection& c, request& req) {
   co_return keep && false;  // an event stream's connection is not reused
 }
 
-task<bool> legacy_endpoint::message(connection& c, request& req) {
+task<bool> legacy_endpoint::message(connection& c, request& req, const caller& who) {
   const std::string_view target = req.target;
   const auto query = target.find('?');
   std::string_view sid;
@@ -67,16 +67,19 @@ task<bool> legacy_endpoint::message(connection& c, request& req) {
   auto entry = st_.sessions.find(sid);
   if (!entry || !entry->legacy)
     co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  if (!belongs_to(*entry, who)) co_return co_await refuse_foreign_session(c);
   const std::string_view* content_type = req.find("content-type");
   if (!content_type || !media_type_is(*content_type, "application/json"))
     co_return co_await c.reply_rpc_error(415, ir::errc::invalid_request,
                                        "Unsupported Media Type: Content-Type must be application/json");
   auto decoded = ir::decode(std::move(req.body));
   if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
+  ir::message msg = std::get<ir::message>(std::move(decoded));
+  if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
   entry->last_used = now_ns();
   // Everything the session says (the answer included) goes on its event stream.
-  asio::dispatch(entry->executor, [s = entry->s, m = std::get<ir::message>(std::move(decoded))]() mutable {
-    s->receive(std::move(m));
+  asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
+    s->receive(std::move(m), nullptr, std::move(origin));
   });
   co_return co_await c.reply(202, {}, {});
 }

@@ -76,13 +76,18 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   const std::string_view path = target.substr(0, target.find('?'));
   const bool legacy_sse = opts.legacy_sse && path == opts.legacy_sse_path;
   const bool legacy_messages = opts.legacy_sse && path == opts.legacy_messages_path;
-  if (path != opts.path && !legacy_sse && !legacy_messages) co_return co_await c.reply(404, "text/plain", "not found\n");
+  const bool metadata = state.gate.is_metadata_path(path);
+  if (path != opts.path && !legacy_sse && !legacy_messages && !metadata)
+    co_return co_await c.reply(404, "text/plain", "not found\n");
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
   // Origin; both are checked before anything else can run (docs/reliability.md, A1, A2).
   const std::string_view* host = req.find("host");
   const bool host_ok = host ? detail::host_allowed(*host, c.local_is_loopback(), opts.allowed_hosts)
                             : req.version_minor == 0 && !c.local_is_loopback();
+  // The metadata is public and the same for every page (a browser client reads it
+  // before it has a token), so only the Host check applies to it.
+  if (metadata && host_ok) co_return co_await state.gate.serve_metadata(c, req);
   if (!host_ok || req.count("origin") > 1 || !detail::origin_allowed(req.find("origin"), opts.allowed_origins))
     co_return co_await c.reply_rpc_error(403, ir::errc::invalid_request, "Forbidden: Host or Origin not allowed");
 
@@ -103,12 +108,18 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
       extra += detail::preflight_headers(allow, req.find("access-control-request-headers"));
     co_return co_await c.reply(204, {}, {}, false, extra);
   }
-  if (legacy_sse && req.method == "GET") co_return co_await legacy.stream(c, req);
-  if (legacy_messages && req.method == "POST") co_return co_await legacy.message(c, req);
+  // Every MCP path, every method: one gate (a check in one endpoint and not another is
+  // how resource servers get bypassed), then one slot of the caller's request limit.
+  detail::caller who;
+  if (auto refused = co_await state.gate.admit(c, req, who)) co_return *refused;
+  detail::request_limits::slot slot;
+  if (!state.gate.take_slot(c, who, slot)) co_return co_await state.gate.refuse_busy(c);
+  if (legacy_sse && req.method == "GET") co_return co_await legacy.stream(c, req, who);
+  if (legacy_messages && req.method == "POST") co_return co_await legacy.message(c, req, who);
   if (!legacy_sse && !legacy_messages) {
-    if (req.method == "POST") co_return co_await streamable.post(c, req);
-    if (req.method == "GET") co_return co_await streamable.get(c, req);
-    if (req.method == "DELETE") co_return co_await streamable.remove(c, req);
+    if (req.method == "POST") co_return co_await streamable.post(c, req, who);
+    if (req.method == "GET") co_return co_await streamable.get(c, req, who);
+    if (req.method == "DELETE") co_return co_await streamable.remove(c, req, who);
   }
   const std::string allow_header = "Allow: " + std::string(allow) + "\r\n";
   co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, allow_header);
@@ -179,6 +190,17 @@ void listener::impl::await_connections(std::shared_ptr<asio::steady_timer> deadl
 
 namespace {
 
+/// `http://host:port/path` (https with TLS), as the listener is bound.
+std::string url_of(const listener::impl& l) {
+  const std::string& h = l.opts.host;
+  const bool v6 = h.find(':') != std::string::npos;
+  std::string out = l.core.tls() ? "https://" : "http://";
+  if (v6) out.append("[").append(h).append("]");
+  else out += h;
+  out.append(":").append(std::to_string(l.core.port())).append(l.opts.path);
+  return out;
+}
+
 /// Builds the shards and the per-shard runners over `contexts`, and binds.
 void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
   if (contexts.empty()) throw std::invalid_argument("http::listener: no io_context to serve on");
@@ -198,6 +220,7 @@ void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
     throw std::invalid_argument("http::listener: TLS needs both tls_certificate_chain and tls_private_key");
   if (chain) l.core.set_tls(detail::make_tls_context(l.opts.tls_certificate_chain, l.opts.tls_private_key));
   l.core.bind();
+  l.state.gate.prepare(contexts.size(), url_of(l));
   l.reaper.emplace(*contexts.front());
 }
 
@@ -234,12 +257,7 @@ listener::~listener() {
 
 std::uint16_t listener::port() const noexcept { return impl_->core.port(); }
 
-std::string listener::url() const {
-  const std::string& h = impl_->opts.host;
-  const bool v6 = h.find(':') != std::string::npos;
-  const char* scheme = impl_->core.tls() ? "https://" : "http://";
-  return scheme + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(port()) + impl_->opts.path;
-}
+std::string listener::url() const { return url_of(*impl_); }
 
 void listener::reload_tls() {
   if (!impl_->core.tls()) throw std::logic_error("http::listener::reload_tls: this listener serves plain HTTP");

@@ -11,11 +11,12 @@
 namespace droid::http::detail {
 
 std::shared_ptr<session_entry> session_entry::create(droid::server& srv, asio::any_io_executor executor,
-                                                     std::unique_ptr<event_store> store) {
+                                                     std::unique_ptr<event_store> store, std::string principal) {
   auto entry = std::make_shared<session_entry>();
   entry->id = new_session_id();
   entry->executor = std::move(executor);
-  entry->s = session::create(srv, entry->executor, nullptr);
+  entry->s = session::create(srv, entry->executor, nullptr, principal);
+  entry->principal = std::move(principal);
   entry->store = std::move(store);
   entry->standalone = std::make_shared<logical_stream>(0, entry->store.get(), nullptr);
   entry->s->set_outbound(entry->standalone);

@@ -40,8 +40,9 @@ namespace droid::http::detail {
 struct session_entry {
   /// A new session on `executor`'s shard, with a fresh id and its standalone stream as
   /// its own outbound. `store` may be null (nothing to resume).
+  /// Bound to `principal` (`principal::key()`; empty: no authentication).
   static std::shared_ptr<session_entry> create(droid::server& srv, asio::any_io_executor executor,
-                                               std::unique_ptr<event_store> store);
+                                               std::unique_ptr<event_store> store, std::string principal = {});
 
   std::string id;
   std::shared_ptr<session> s;
@@ -59,6 +60,9 @@ struct session_entry {
   std::atomic<bool> has_standalone{false};
   /// A session of the legacy HTTP+SSE transport (reachable only through its paths).
   bool legacy = false;
+  /// Whom the session belongs to (`principal::key()`; empty without authentication):
+  /// every later request must come with a token of the same principal.
+  std::string principal;
 
   // ---- the session's shard only -------------------------------------------------------
   /// Every event of the session, for resumption (null in JSON mode: nothing to resume).

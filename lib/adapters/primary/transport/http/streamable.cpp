@@ -44,9 +44,28 @@ task<bool> reply_rejection(connection& c, const ir::rejection& why) {
   co_return co_await c.reply(400, "application/json", body);
 }
 
+bool belongs_to(const session_entry& entry, const caller& who) noexcept { return entry.principal == who.principal; }
+
+task<bool> refuse_foreign_session(connection& c) {
+  co_return co_await c.reply_rpc_error(403, ir::errc::invalid_request,
+                                       "Forbidden: this session belongs to another principal");
+}
+
+task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, const caller& who,
+                                          const ir::message& msg) {
+  if (!st.gate.enabled() || !msg.is_request() || msg.method() != "tools/call") co_return std::nullopt;
+  const std::optional<std::string> name = ir::string_member(msg.params(), "name");
+  if (!name) co_return std::nullopt;  // the dispatcher answers the malformed call
+  const std::shared_ptr<const droid::detail::tool_entry> tool = st.srv.find_tool(*name);
+  if (!tool) co_return std::nullopt;
+  if (auth_gate::missing_scopes(who, tool->info.required_scopes).empty()) co_return std::nullopt;
+  const std::string what = "tool " + *name;
+  co_return co_await st.gate.refuse_scope(c, msg.id(), what, tool->info.required_scopes);
+}
+
 sessionless_shard& streamable_endpoint::local(connection& c) const { return *st_.sessionless[c.home().index]; }
 
-task<bool> streamable_endpoint::post(connection& c, request& req) {
+task<bool> streamable_endpoint::post(connection& c, request& req, const caller& who) {
   const options& o = st_.opts;
   // CSRF: a browser's simple request (text/plain, form encodings) cannot carry
   // application/json without a preflight, so requiring it closes that door (A4).
@@ -74,7 +93,7 @@ task<bool> streamable_endpoint::post(connection& c, request& req) {
   const bool modern =
       msg.is_request() &&
       ((version && is_modern_version(*version) && msg.method() != "initialize") || is_modern_request(msg));
-  if (modern) co_return co_await serve_modern(c, req, std::move(msg), version);
+  if (modern) co_return co_await serve_modern(c, req, std::move(msg), version, who);
   if (version && !is_supported_version(*version)) {
     const request_refusal r = unsupported_version(*version);
     // A named body, not a conditional expression in the co_await: g++ 12 destroys a
@@ -83,11 +102,12 @@ task<bool> streamable_endpoint::post(connection& c, request& req) {
     if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
     co_return co_await c.reply(400, "application/json", body);
   }
-  if (o.stateless) co_return co_await serve_stateless(c, std::move(msg), version);
-  co_return co_await in_session(c, req, std::move(msg));
+  if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
+  if (o.stateless) co_return co_await serve_stateless(c, std::move(msg), version, who);
+  co_return co_await in_session(c, req, std::move(msg), who);
 }
 
-task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::message msg) {
+task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::message msg, const caller& who) {
   const options& o = st_.opts;
   const bool server_json = o.reply == streaming::json;
   const bool is_initialize = msg.is_request() && msg.method() == "initialize";
@@ -100,7 +120,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     std::unique_ptr<event_store> store;
     if (!server_json && (o.event_store || o.event_ring_capacity > 0))
       store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
-    entry = session_entry::create(st_.srv, c.executor(), std::move(store));
+    entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
     if (!st_.sessions.insert(entry, o.max_sessions))
       co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
                                          "Service Unavailable: too many sessions, try again later");
@@ -114,12 +134,15 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (!entry)
       co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request,
                                          "Not Found: unknown or ended session; initialize a new one");
+    if (!belongs_to(*entry, who)) co_return co_await refuse_foreign_session(c);
   }
   entry->last_used = now_ns();
 
   if (!msg.is_request()) {
     // Notifications and responses get 202 as soon as they are handed over.
-    asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg)]() mutable { s->receive(std::move(m)); });
+    asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
+      s->receive(std::move(m), nullptr, std::move(origin));
+    });
     co_return co_await c.reply(202, {}, {});
   }
 
@@ -139,7 +162,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
-  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg)]() mutable {
+  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg),
+                                   origin = who.origin]() mutable {
     auto stream = std::make_shared<logical_stream>(
         number, json_mode ? nullptr : entry->store.get(),
         [entry, number] {
@@ -157,7 +181,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
       sink->push(sse_event{event_id(number, 0), std::string()});
     stream->attach(sink);
-    entry->s->receive(std::move(m), stream);
+    entry->s->receive(std::move(m), stream, std::move(origin));
     // The verdict is posted behind the tool's first step (receive() posts that too), so
     // everything a tool that finishes at once says (the priming event, the answer, the
     // end) is queued before it, and the connection writes the response in one write
@@ -189,7 +213,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   co_return keep;
 }
 
-task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version) {
+task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version,
+                                             const caller& who) {
   // Checked before anything runs: a proxy may have routed on these headers, and a body
   // that says otherwise must not be served (SEP-2243).
   if (!version)
@@ -201,6 +226,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
   std::optional<std::string> mismatch;
   std::optional<request_refusal> refused;
   std::optional<sessionless_call> call;
+  std::vector<std::string> unscoped;
   const auto check = [&](const ir::json_node* params) {
     std::shared_ptr<const droid::detail::tool_entry> tool;
     ir::json_node name;
@@ -209,9 +235,15 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
       tool = st_.srv.find_tool(name.string());
     mismatch = check_routing_headers(req, msg.method(), params, tool.get());
     if (mismatch) return;
+    if (tool && !auth_gate::missing_scopes(who, tool->info.required_scopes).empty()) {
+      unscoped = tool->info.required_scopes;
+      return;
+    }
     peer_info peer;
     refused = admit_modern(st_.srv, msg.method(), params, *version, peer);
     if (refused) return;
+    peer.principal = who.principal;
+    peer.origin = who.origin;
     call = start_sessionless(c, msg.method(), {});
     local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer));
   };
@@ -222,13 +254,20 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
   }
   if (mismatch)
     co_return co_await c.reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *mismatch));
+  if (!unscoped.empty()) {
+    // A named string, not a temporary in the co_await's arguments (see `post`).
+    std::string what = "tool ";
+    what += ir::string_member(msg.params(), "name").value_or(std::string());
+    co_return co_await st_.gate.refuse_scope(c, msg.id(), what, unscoped);
+  }
   if (refused)
     co_return co_await c.reply(refused->http_status, "application/json",
                              rpc_error_body(msg.id(), refused->code, refused->message, refused->data));
   co_return co_await answer_sessionless(c, std::move(*call));
 }
 
-task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, const std::string_view* version) {
+task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, const std::string_view* version,
+                                                const caller& who) {
   // No session holds a request that a notification could cancel or a question that an
   // answer could settle. Saying 202 to those would claim they were acted on: they are
   // refused instead, naming what does work. Other notifications (initialized, roots
@@ -258,6 +297,8 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
   // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
   peer.protocol_version = version ? std::string(*version) : "2025-03-26";
   peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
+  peer.principal = who.principal;
+  peer.origin = who.origin;
   sessionless_call call = start_sessionless(c, 
       msg.method(),
       "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
@@ -321,7 +362,7 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
   co_return keep;
 }
 
-task<bool> streamable_endpoint::get(connection& c, request& req) {
+task<bool> streamable_endpoint::get(connection& c, request& req, const caller& who) {
   const options& o = st_.opts;
   if (o.stateless || !o.standalone_stream)
     co_return co_await c.reply(405, "text/plain", "method not allowed\n", false,
@@ -337,6 +378,7 @@ task<bool> streamable_endpoint::get(connection& c, request& req) {
   if (entry && entry->legacy) entry = nullptr;
   if (!entry)
     co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  if (!belongs_to(*entry, who)) co_return co_await refuse_foreign_session(c);
 
   // Which stream, and from where: no Last-Event-ID opens the standalone stream afresh;
   // one names a stream of this session and the last event the client saw on it.
@@ -401,12 +443,13 @@ task<bool> streamable_endpoint::get(connection& c, request& req) {
   co_return keep;
 }
 
-task<bool> streamable_endpoint::remove(connection& c, request& req) {
+task<bool> streamable_endpoint::remove(connection& c, request& req, const caller& who) {
   if (st_.opts.stateless) co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: POST\r\n");
   const std::string_view* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
   auto found = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
+  if (found && !found->legacy && !belongs_to(*found, who)) co_return co_await refuse_foreign_session(c);
   auto entry = found && !found->legacy ? st_.sessions.erase(*sid) : nullptr;
   if (!entry)
     co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");

@@ -44,6 +44,10 @@ namespace droid {
 class server;
 }
 
+namespace droid::auth {
+class token_verifier;
+}
+
 namespace droid::http {
 
 /// How a POST that carries a request is answered.
@@ -88,6 +92,42 @@ struct options {
   /// `http/1.1`; `listener::reload_tls()` (SIGHUP under `serve()`) reads them again.
   std::string tls_certificate_chain{};
   std::string tls_private_key{};  ///< see `tls_certificate_chain`
+
+  /// Bearer-token protection of every MCP path: the server as an OAuth 2.1 resource
+  /// server (the MCP authorization specification). Off while `verifier` is null.
+  /// docs/security.md explains each setting.
+  struct authorization {
+    /// Verifies each request's token (`auth::make_jwt_verifier`, or an introspection
+    /// verifier of your own).
+    std::shared_ptr<auth::token_verifier> verifier{};
+    /// This server's resource identifier (RFC 8707): its canonical URL as clients reach
+    /// it, e.g. "https://mcp.example.com/mcp", which its tokens' audience must name (give
+    /// the verifier the same value). Empty: the listener's own `url()`, right only when
+    /// no proxy stands in front.
+    std::string resource{};
+    /// The authorization servers that issue tokens for it (Protected Resource Metadata,
+    /// RFC 9728); at least one.
+    std::vector<std::string> authorization_servers{};
+    /// The scopes it knows, listed in the metadata and asked for in a 401's challenge.
+    std::vector<std::string> scopes_supported{};
+    std::string resource_name{};  ///< a human-readable name for the metadata, or empty
+    std::string resource_documentation{};  ///< a URL of its documentation, or empty
+    /// Verified tokens each shard remembers, so a client's next request does not pay
+    /// for a signature check again (entries end with their token's `exp`). 0: none.
+    std::size_t token_cache = 1024;
+  };
+  authorization auth{};  ///< see `authorization`
+
+  /// Requests on the MCP paths one principal may have in progress at once (open event
+  /// streams count); past it: 429 with Retry-After. Without authentication the limit
+  /// is per remote address, `max_requests_per_address` (behind a proxy every client has
+  /// the proxy's address: raise it there, or authenticate). 0: no limit.
+  std::size_t max_requests_per_principal = 64;
+  std::size_t max_requests_per_address = 256;  ///< see `max_requests_per_principal`
+  /// Request headers (names in lower case) a tool may read through
+  /// `tool_context::origin()`, e.g. "user-agent" or a proxy's "x-forwarded-for". Only
+  /// these are copied, each at most 1 KiB.
+  std::vector<std::string> forwarded_headers{};
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};

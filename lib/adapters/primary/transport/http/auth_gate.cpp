@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The gate in front of the MCP paths (auth_gate.hpp): RFC 6750 bearer tokens, RFC 9728
+/// Protected Resource Metadata, and the per-caller request limit.
+#include "auth_gate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <droid/adapters/secondary/auth/token_verifier.hpp>
+
+#include "checks.hpp"
+#include "connection.hpp"
+#include "responses.hpp"
+
+namespace droid::http::detail {
+
+namespace {
+
+constexpr std::string_view well_known = "/.well-known/oauth-protected-resource";
+
+/// True when `c` may stand in a quoted-string of a challenge as it is: RFC 6750 allows
+/// printable ASCII but `"` and `\` in `error_description`; anything else is replaced, so
+/// no text of ours (or of a verifier's) can break the header apart.
+bool quotable(char c) noexcept { return c >= 0x20 && c <= 0x7E && c != '"' && c != '\\'; }
+
+void append_quoted(std::string& out, std::string_view name, std::string_view value) {
+  if (out.back() != ' ') out += ", ";
+  out += name;
+  out += "=\"";
+  for (const char c : value) out += quotable(c) ? c : '\'';
+  out += '"';
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return (x | 0x20) == (y | 0x20);
+         });
+}
+
+/// True when the query string names `name` as a parameter (with or without a value).
+bool has_query_param(std::string_view query, std::string_view name) noexcept {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    if (part.substr(0, part.find('=')) == name) return true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
+}  // namespace
+
+request_limits::slot::~slot() {
+  if (owner_) owner_->release(key_);
+}
+
+request_limits::stripe& request_limits::stripe_of(const std::string& key) {
+  return stripes_[std::hash<std::string>{}(key) % stripes_.size()];
+}
+
+bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
+  if (limit == 0) return true;
+  stripe& s = stripe_of(key);
+  {
+    std::lock_guard lock(s.mutex);
+    std::size_t& n = s.counts[key];
+    if (n >= limit) return false;
+    ++n;
+  }
+  out.owner_ = this;
+  out.key_ = std::move(key);
+  return true;
+}
+
+void request_limits::release(const std::string& key) {
+  stripe& s = stripe_of(key);
+  std::lock_guard lock(s.mutex);
+  auto it = s.counts.find(key);
+  if (it != s.counts.end() && --it->second == 0) s.counts.erase(it);
+}
+
+auth_gate::auth_gate(const options& opts) : opts_(opts), enabled_(opts.auth.verifier != nullptr) {
+  if (!enabled_) return;
+  if (opts.auth.authorization_servers.empty())
+    throw std::invalid_argument(
+        "http::options::auth: authorization_servers is empty; clients must learn where to get tokens");
+  if (!opts.auth.resource.empty()) set_resource(opts.auth.resource);
+}
+
+void auth_gate::prepare(std::size_t shards, const std::string& listener_url) {
+  caches_.resize(shards);
+  if (enabled_ && resource_.empty()) set_resource(listener_url);
+}
+
+void auth_gate::set_resource(const std::string& url) {
+  // scheme://authority/path, with no query or fragment (RFC 8707 §2).
+  const std::size_t scheme_end = url.find("://");
+  const std::string_view scheme = std::string_view(url).substr(0, scheme_end);
+  if (scheme_end == std::string::npos || (scheme != "https" && scheme != "http") ||
+      url.find_first_of("?#") != std::string::npos)
+    throw std::invalid_argument("http::options::auth: resource must be an http(s) URL with no query or fragment: " +
+                                url);
+  const std::size_t path_start = url.find('/', scheme_end + 3);
+  std::string path = path_start == std::string::npos ? std::string() : url.substr(path_start);
+  if (path == "/") path.clear();
+  resource_ = url;
+  metadata_path_ = std::string(well_known) + path;
+  metadata_url_ = url.substr(0, path_start) + metadata_path_;
+
+  boost::json::object meta;
+  meta["resource"] = resource_;
+  boost::json::array servers;
+  for (const std::string& s : opts_.auth.authorization_servers) servers.emplace_back(s);
+  meta["authorization_servers"] = std::move(servers);
+  if (!opts_.auth.scopes_supported.empty()) {
+    boost::json::array scopes;
+    for (const std::string& s : opts_.auth.scopes_supported) scopes.emplace_back(s);
+    meta["scopes_supported"] = std::move(scopes);
+  }
+  meta["bearer_methods_supported"] = boost::json::array{"header"};
+  if (!opts_.auth.resource_name.empty()) meta["resource_name"] = opts_.auth.resource_name;
+  if (!opts_.auth.resource_documentation.empty()) meta["resource_documentation"] = opts_.auth.resource_documentation;
+  metadata_body_ = boost::json::serialize(meta);
+}
+
+bool auth_gate::is_metadata_path(std::string_view path) const noexcept {
+  return enabled_ && (path == metadata_path_ || path == well_known);
+}
+
+task<bool> auth_gate::serve_metadata(connection& c, request& req) {
+  // Public and the same for everyone: any page may read it (a browser client finds its
+  // authorization server here before it has a token), and caches may keep it an hour.
+  constexpr std::string_view cors = "Access-Control-Allow-Origin: *\r\n";
+  if (req.method == "OPTIONS") {
+    std::string extra(cors);
+    extra += "Access-Control-Allow-Methods: GET\r\nAccess-Control-Max-Age: 600\r\nAllow: GET, HEAD\r\n";
+    co_return co_await c.reply(204, {}, {}, false, extra);
+  }
+  if (req.method != "GET" && req.method != "HEAD")
+    co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: GET, HEAD\r\n");
+  std::string extra(cors);
+  extra += "Cache-Control: public, max-age=3600\r\n";
+  co_return co_await c.reply(200, "application/json", metadata_body_, false, extra);
+}
+
+std::string auth_gate::challenge(std::string_view error, std::string_view description, std::string_view scope) const {
+  std::string out = "WWW-Authenticate: Bearer ";
+  if (!error.empty()) append_quoted(out, "error", error);
+  if (!description.empty()) append_quoted(out, "error_description", description);
+  append_quoted(out, "resource_metadata", metadata_url_);
+  if (!scope.empty()) append_quoted(out, "scope", scope);
+  out += "\r\n";
+  return out;
+}
+
+task<bool> auth_gate::refuse(connection& c, int status, std::string_view error, std::string_view description) {
+  // RFC 6750 §3: a request with no credentials gets the challenge without an error
+  // code; the scopes the server knows tell the client what to ask for.
+  const std::string scope = error.empty() ? joined(opts_.auth.scopes_supported) : std::string();
+  const std::string extra = challenge(error, description, scope);
+  std::string text = status == 401 ? "Unauthorized: " : "Bad Request: ";
+  text += description.empty() ? std::string_view("a bearer token is required (Authorization: Bearer ...)")
+                              : description;
+  const std::string body = rpc_error_body(ir::errc::invalid_request, text);
+  co_return co_await c.reply(status, "application/json", body, false, extra);
+}
+
+std::shared_ptr<const request_origin> auth_gate::origin_of(const connection& c, const request& req,
+                                                           std::shared_ptr<const principal> who) const {
+  auto o = std::make_shared<request_origin>();
+  o->principal = std::move(who);
+  o->remote_address = c.remote_address();
+  for (const std::string& name : opts_.forwarded_headers) {
+    constexpr std::size_t max_value = 1024;
+    for (const header_field& h : req.headers)
+      if (h.name == name) o->headers.emplace_back(name, std::string(h.value.substr(0, max_value)));
+  }
+  return o;
+}
+
+task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& who) {
+  if (!enabled_) {
+    who.origin = origin_of(c, req, nullptr);
+    co_return std::nullopt;
+  }
+  // RFC 6750 §2.3 allows a query parameter; the MCP specification forbids it: a URL ends
+  // up in logs and browser history, and a token there is a token leaked.
+  if (const std::size_t q = req.target.find('?');
+      q != std::string_view::npos && has_query_param(req.target.substr(q + 1), "access_token"))
+    co_return co_await refuse(c, 400, "invalid_request",
+                              "access tokens are accepted in the Authorization header only, never in the URL");
+  if (req.count("authorization") > 1)
+    co_return co_await refuse(c, 400, "invalid_request", "more than one Authorization header");
+  const std::string_view* header = req.find("authorization");
+  if (!header) co_return co_await refuse(c, 401, {}, {});
+  std::string_view value = *header;
+  const std::size_t space = value.find(' ');
+  // Another scheme (Basic, say) is no bearer credential: the plain challenge says which
+  // scheme this server takes.
+  if (space == std::string_view::npos || !iequals(value.substr(0, space), "Bearer")) {
+    if (iequals(value, "Bearer")) co_return co_await refuse(c, 400, "invalid_request", "the bearer token is empty");
+    co_return co_await refuse(c, 401, {}, {});
+  }
+  value.remove_prefix(space);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  if (value.empty()) co_return co_await refuse(c, 400, "invalid_request", "the bearer token is empty");
+
+  std::shared_ptr<const principal> verified;
+  token_cache* cache = opts_.auth.token_cache > 0 ? &caches_[c.home().index] : nullptr;
+  const auto now = std::chrono::system_clock::now();
+  if (cache) {
+    if (auto it = cache->entries.find(std::string(value)); it != cache->entries.end()) {
+      if (it->second->expires_at > now) verified = it->second;
+      else cache->entries.erase(it);
+    }
+  }
+  if (!verified) {
+    std::string token(value);
+    auth::verification v = co_await opts_.auth.verifier->verify(token, c.executor());
+    if (!v.who) {
+      if (v.error == auth::token_error::unavailable) {
+        // Our side cannot decide (the key set is unreachable): the client's token may be
+        // fine, so it is told to come back rather than to throw the token away.
+        std::string text = "Service Unavailable: the token cannot be verified now";
+        if (!v.description.empty()) text.append(" (").append(v.description).append(")");
+        co_return co_await c.reply(503, "application/json", rpc_error_body(ir::errc::internal_error, text), false,
+                                   "Retry-After: 5\r\n");
+      }
+      const std::string description = v.description.empty() ? "the token is not valid" : std::move(v.description);
+      co_return co_await refuse(c, 401, "invalid_token", description);
+    }
+    verified = std::move(v.who);
+    if (cache && verified->expires_at > now) {
+      if (cache->entries.size() >= opts_.auth.token_cache) cache->entries.clear();
+      cache->entries.emplace(std::move(token), verified);
+    }
+  }
+  who.principal = verified->key();
+  who.origin = origin_of(c, req, std::move(verified));
+  co_return std::nullopt;
+}
+
+bool auth_gate::take_slot(const connection& c, const caller& who, request_limits::slot& out) {
+  if (!who.principal.empty()) return limits_.acquire("p" + who.principal, opts_.max_requests_per_principal, out);
+  return limits_.acquire("a" + c.remote_address(), opts_.max_requests_per_address, out);
+}
+
+task<bool> auth_gate::refuse_busy(connection& c) {
+  co_return co_await c.reply(
+      429, "application/json",
+      rpc_error_body(ir::errc::invalid_request,
+                     "Too Many Requests: this client has as many requests in progress as it may "
+                     "(http::options::max_requests_per_principal, max_requests_per_address)"),
+      false, "Retry-After: 1\r\n");
+}
+
+std::vector<std::string> auth_gate::missing_scopes(const caller& who, const std::vector<std::string>& needed) {
+  std::vector<std::string> missing;
+  const principal* p = who.origin ? who.origin->principal.get() : nullptr;
+  if (!p) return missing;
+  for (const std::string& s : needed)
+    if (!p->has_scope(s)) missing.push_back(s);
+  return missing;
+}
+
+task<bool> auth_gate::refuse_scope(connection& c, const std::optional<ir::request_id>& id, std::string_view what,
+                                   const std::vector<std::string>& needed) {
+  const std::string scope = joined(needed);
+  std::string text = "Forbidden: ";
+  text.append(what).append(" requires the scope(s) ").append(scope);
+  const std::string extra = challenge("insufficient_scope", text, scope);
+  const std::string body =
+      id ? rpc_error_body(*id, ir::errc::invalid_request, text) : rpc_error_body(ir::errc::invalid_request, text);
+  co_return co_await c.reply(403, "application/json", body, false, extra);
+}
+
+}  // namespace droid::http::detail

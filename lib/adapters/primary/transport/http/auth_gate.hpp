@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The gate in front of the MCP paths: bearer tokens (the server as an OAuth 2.1
+/// resource server), Protected Resource Metadata, and the per-caller request limit.
+///
+///     listener::impl::handle: path, Host/Origin, CORS preflight
+///          |-- metadata path --> auth_gate::serve_metadata (public: no token)
+///          \-- MCP path -------> auth_gate::admit (401 / 400 / 503) --> take_slot (429)
+///                                     --> endpoints, with the caller (its principal and origin)
+///
+/// Primary adapter, private. Why one place: every endpoint (Streamable HTTP, the legacy
+/// transport) must refuse the same tokens with the same challenge, and a check added in
+/// one endpoint but forgotten in another is how resource servers get bypassed.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/server/request_origin.hpp>
+#include <droid/application/task.hpp>
+#include <droid/domain/ir/request_id.hpp>
+
+namespace droid::http::detail {
+
+class connection;
+struct request;
+
+/// Who a request on an MCP path comes from, as the gate admitted it.
+struct caller {
+  /// What the tool that serves the request may read (`tool_context::origin()`).
+  std::shared_ptr<const request_origin> origin;
+  /// `principal::key()`, or empty without authentication: what sessions, request state
+  /// and tasks are bound to.
+  std::string principal;
+};
+
+/// Counts requests in progress per caller, for `options::max_requests_per_principal`.
+///
+/// Why striped maps and not one: every request on every shard takes a slot and gives it
+/// back, and one mutex would be a point all shards queue on; sixteen stripes keyed by
+/// the caller's hash make a collision of two busy callers rare, and an entry goes when
+/// its count reaches zero, so the table holds only callers with requests in progress.
+class request_limits {
+ public:
+  /// A slot held for one request; given back when destroyed.
+  class slot {
+   public:
+    slot() = default;
+    slot(slot&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), key_(std::move(o.key_)) {}
+    slot& operator=(slot&&) = delete;
+    slot(const slot&) = delete;
+    ~slot();
+
+   private:
+    friend class request_limits;
+    request_limits* owner_ = nullptr;
+    std::string key_;
+  };
+
+  /// Takes a slot for `key` unless `limit` are taken already (0: no limit, no slot).
+  [[nodiscard]] bool acquire(std::string key, std::size_t limit, slot& out);
+
+ private:
+  struct stripe {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::size_t> counts;
+  };
+  stripe& stripe_of(const std::string& key);
+  void release(const std::string& key);
+  std::array<stripe, 16> stripes_;
+};
+
+/// The authorization front of the MCP paths.
+///
+/// Affinity: `admit` and the replies run on the connection's shard; the token cache is
+/// per shard (indexed by the shard's index), so no lock guards it.
+class auth_gate {
+ public:
+  /// Throws `std::invalid_argument` for settings that cannot protect anything (no
+  /// authorization server, a resource that is no URL).
+  explicit auth_gate(const options& opts);
+
+  /// Token protection is on.
+  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
+  /// Fills in what depends on the bound listener: one token cache per shard, and the
+  /// resource identifier when `authorization::resource` is empty. Called once, before
+  /// serving.
+  void prepare(std::size_t shards, const std::string& listener_url);
+
+  /// True for the paths that serve Protected Resource Metadata (the path-aware one and
+  /// the root one), when protection is on.
+  [[nodiscard]] bool is_metadata_path(std::string_view path) const noexcept;
+  /// Answers a request on a metadata path (GET, HEAD, a CORS preflight; 405 otherwise).
+  task<bool> serve_metadata(connection& c, request& req);
+
+  /// Authenticates a request on an MCP path. Admitted: `who` is filled and nothing is
+  /// returned. Refused: the answer (401, 400 or 503 with its challenge) is written and
+  /// whether the connection may carry another request is returned.
+  task<std::optional<bool>> admit(connection& c, request& req, caller& who);
+  /// Takes `who`'s request slot; false (and 429 is the caller's to write) when its limit
+  /// is reached.
+  [[nodiscard]] bool take_slot(const connection& c, const caller& who, request_limits::slot& out);
+  /// Writes 429 with Retry-After.
+  task<bool> refuse_busy(connection& c);
+
+  /// The scopes of `needed` that `who` lacks (none without authentication).
+  [[nodiscard]] static std::vector<std::string> missing_scopes(const caller& who,
+                                                               const std::vector<std::string>& needed);
+  /// Writes 403 `insufficient_scope` for request `id`, naming every scope the call needs
+  /// so that the client can ask for all of them at once.
+  task<bool> refuse_scope(connection& c, const std::optional<ir::request_id>& id, std::string_view what,
+                          const std::vector<std::string>& needed);
+
+ private:
+  /// The `WWW-Authenticate` header line (with CRLF) for an error (empty: none given).
+  [[nodiscard]] std::string challenge(std::string_view error, std::string_view description,
+                                      std::string_view scope) const;
+  task<bool> refuse(connection& c, int status, std::string_view error, std::string_view description);
+  void set_resource(const std::string& url);
+  [[nodiscard]] std::shared_ptr<const request_origin> origin_of(const connection& c, const request& req,
+                                                                std::shared_ptr<const principal> who) const;
+
+  /// Verified tokens of one shard, by token text; cleared whole when full (a cache
+  /// that forgets at random costs a signature check, never a wrong answer).
+  struct token_cache {
+    std::unordered_map<std::string, std::shared_ptr<const principal>> entries;
+  };
+
+  const options& opts_;
+  bool enabled_ = false;
+  std::string resource_;
+  std::string metadata_url_;
+  /// The well-known paths: RFC 9728's path-aware one for `resource_`, and the root one.
+  std::string metadata_path_;
+  std::string metadata_body_;
+  std::vector<token_cache> caches_;
+  request_limits limits_;
+};
+
+}  // namespace droid::http::detail
