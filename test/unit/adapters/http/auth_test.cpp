@@ -67,6 +67,11 @@ struct wait_args {
 };
 BOOST_DESCRIBE_STRUCT(wait_args, (), (ms))
 
+struct name_form {
+  std::string name;
+};
+BOOST_DESCRIBE_STRUCT(name_form, (), (name))
+
 struct auth_fixture {
   droid::server srv;
   std::shared_ptr<table_verifier> verifier = std::make_shared<table_verifier>();
@@ -97,6 +102,16 @@ struct auth_fixture {
     srv.tool("wait", "Waits", [](droid::tool_context& ctx, wait_args a) -> droid::task<std::string> {
       co_await ctx.sleep(std::chrono::milliseconds(a.ms));
       co_return "waited";
+    });
+    srv.tool("ask_name", "Asks the user's name", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
+      if (!answer || !answer->content) co_return "no name";
+      co_return "Hello " + answer->content->name;
+    });
+    droid::tool_info confirm{.name = "confirm", .description = "Works a while", .tasks = droid::task_support::optional};
+    srv.tool(confirm, [](droid::tool_context& ctx) -> droid::task<std::string> {
+      co_await ctx.sleep(std::chrono::milliseconds(50));
+      co_return "done";
     });
     opts.threads = 2;
     opts.reply = droid::http::streaming::json;
@@ -135,6 +150,19 @@ std::string modern_post(int id, std::string_view tool, std::string_view token) {
   std::string extra = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: ";
   extra.append(tool).append("\r\n");
   if (!token.empty()) extra += bearer(token);
+  return mcp_post(body, extra);
+}
+
+/// A 2026-07-28 request of `method` with params `members` (no braces) and client
+/// capabilities `caps`; `name` goes in Mcp-Name.
+std::string modern_request(int id, std::string_view method, std::string_view name, std::string_view members,
+                           std::string_view caps, std::string_view token) {
+  std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + std::string(method) +
+                     R"(","params":{)" + std::string(members) +
+                     R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                     R"("io.modelcontextprotocol/clientCapabilities":)" + std::string(caps) + "}}}";
+  std::string extra = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + std::string(method) + "\r\nMcp-Name: ";
+  extra.append(name).append("\r\n").append(bearer(token));
   return mcp_post(body, extra);
 }
 
@@ -334,6 +362,88 @@ TEST_SUITE("adapters/http") {
     CHECK(result_text(r->body).starts_with("bob +read"));
   }
 
+  TEST_CASE("auth: a 2026 requestState and a task are bound to the principal that started them") {
+    auth_fixture f;
+    raw_connection c(f.port());
+    const std::string caps = R"({"elicitation":{}})";
+    c.send(modern_request(1, "tools/call", "ask_name", R"("name":"ask_name","arguments":{})", caps, "alice"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const auto first = boost::json::parse(r->body);
+    REQUIRE(first.at("result").at("resultType") == "input_required");
+    const std::string state(first.at("result").at("requestState").as_string());
+    const std::string retry = R"("name":"ask_name","arguments":{},"inputResponses":{"user_name":{"action":"accept",)"
+                              R"("content":{"name":"Ada"}}},"requestState":")" + state + '"';
+    // Bob presents Alice's state (a leaked URL, a shared log): refused, and Alice's
+    // round is untouched.
+    c.send(modern_request(2, "tools/call", "ask_name", retry, caps, "bob"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->body.find("issued to another principal") != std::string::npos);
+    c.send(modern_request(3, "tools/call", "ask_name", retry, caps, "alice"));
+    r = c.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    CHECK(result_text(r->body) == "Hello Ada");
+
+    const std::string task_caps = R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+    c.send(modern_request(4, "tools/call", "confirm", R"("name":"confirm","arguments":{})", task_caps, "alice"));
+    r = c.read_response();
+    REQUIRE(r);
+    const auto created = boost::json::parse(r->body);
+    REQUIRE(created.at("result").at("resultType") == "task");
+    const std::string task(created.at("result").at("taskId").as_string());
+    const std::string get = R"("taskId":")" + task + '"';
+    c.send(modern_request(5, "tasks/get", task, get, task_caps, "bob"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(boost::json::parse(r->body).as_object().contains("error"));  // as if there were no such task
+    c.send(modern_request(6, "tasks/get", task, get, task_caps, "alice"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(boost::json::parse(r->body).at("result").at("taskId").as_string() == task.c_str());
+  }
+
+  TEST_CASE("auth: the legacy HTTP+SSE transport is behind the same gate, its session bound the same way") {
+    droid::http::options opts;
+    opts.legacy_sse = true;
+    auth_fixture f(opts);
+    raw_connection anonymous(f.port());
+    anonymous.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n");
+    auto r = anonymous.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 401);
+
+    raw_connection stream(f.port());
+    stream.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + bearer("alice") + "\r\n");
+    const std::string head = stream.read_until("\n\n");
+    const auto at = head.find("/messages?sessionId=");
+    REQUIRE(at != std::string::npos);
+    const std::string path = head.substr(at, head.find('\n', at) - at);
+    raw_connection post(f.port());
+    post.send(mcp_post(initialize_body, bearer("bob"), path));
+    r = post.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    post.send(mcp_post(initialize_body, "", path));
+    r = post.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 401);
+    post.send(mcp_post(initialize_body, bearer("alice"), path));
+    r = post.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 202);
+    std::string events;
+    for (int i = 0; i < 3 && events.find("\"protocolVersion\"") == std::string::npos; ++i) events += stream.read_until("\n\n");
+    CHECK(events.find("\"protocolVersion\"") != std::string::npos);
+    post.send(mcp_post(call_body(1, "admin_reset"), bearer("alice"), path));
+    r = post.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    CHECK(r->header("www-authenticate")->find("insufficient_scope") != std::string::npos);
+  }
+
   TEST_CASE("auth: tools/list hides what the caller may not call when the server says so") {
     const auto names = [](const std::string& body) {
       std::string out;
@@ -350,7 +460,7 @@ TEST_SUITE("adapters/http") {
       c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice")));
       auto r = c.read_response();
       REQUIRE(r);
-      CHECK(names(r->body) == "admin_reset wait whoami ");
+      CHECK(names(r->body) == "admin_reset ask_name confirm wait whoami ");
     }
     droid::server_options so;
     so.hide_unauthorized_tools = true;
@@ -360,11 +470,11 @@ TEST_SUITE("adapters/http") {
     c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice")));
     auto r = c.read_response();
     REQUIRE(r);
-    CHECK(names(r->body) == "wait whoami ");
+    CHECK(names(r->body) == "ask_name confirm wait whoami ");
     c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice-admin")));
     r = c.read_response();
     REQUIRE(r);
-    CHECK(names(r->body) == "admin_reset wait whoami ");
+    CHECK(names(r->body) == "admin_reset ask_name confirm wait whoami ");
   }
 
   TEST_CASE("auth: a verified token is remembered per shard, not verified on every request") {
