@@ -32,7 +32,8 @@ using droid::test::raw_connection;
 namespace {
 
 /// Tokens by name: "alice" (scope read), "alice-admin" (read admin), "bob" (read),
-/// "down" (the verifier cannot decide); anything else has a bad signature.
+/// "carol" (no scope), "down" (the verifier cannot decide); anything else has a bad
+/// signature.
 struct table_verifier final : droid::auth::token_verifier {
   std::atomic<int> calls{0};
 
@@ -51,6 +52,7 @@ struct table_verifier final : droid::auth::token_verifier {
     if (token == "alice") v.who = make("alice", {"read"});
     else if (token == "alice-admin") v.who = make("alice", {"read", "admin"});
     else if (token == "bob") v.who = make("bob", {"read"});
+    else if (token == "carol") v.who = make("carol", {});
     else if (token == "down") {
       v.error = droid::auth::token_error::unavailable;
       v.description = "the key set could not be fetched";
@@ -118,6 +120,7 @@ struct auth_fixture {
     opts.auth.verifier = verifier;
     opts.auth.authorization_servers = {"https://as.example"};
     opts.auth.scopes_supported = {"read", "admin"};
+    opts.auth.required_scopes = {"read"};
     opts.auth.resource_name = "Auth test";
     opts.forwarded_headers = {"user-agent"};
     listener = std::make_unique<droid::http::listener>(srv, opts);
@@ -217,7 +220,7 @@ TEST_SUITE("adapters/http") {
     REQUIRE(r);
     CHECK(r->status == 401);
     REQUIRE(r->header("www-authenticate"));
-    CHECK(*r->header("www-authenticate") == "Bearer " + metadata + ", scope=\"read admin\"");
+    CHECK(*r->header("www-authenticate") == "Bearer " + metadata + ", scope=\"read\"");
     CHECK(r->body.find("-32600") != std::string::npos);
 
     c.send(mcp_post(initialize_body, bearer("forged")));
@@ -251,6 +254,14 @@ TEST_SUITE("adapters/http") {
     r = c.read_response();
     REQUIRE(r);
     CHECK(r->status == 400);
+
+    // A valid token without the scope every request needs: 403, asking for it.
+    c.send(mcp_post(initialize_body, bearer("carol")));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    CHECK(r->header("www-authenticate")->starts_with("Bearer error=\"insufficient_scope\""));
+    CHECK(r->header("www-authenticate")->find("scope=\"read\"") != std::string::npos);
 
     c.send(mcp_post(initialize_body, bearer("down")));
     r = c.read_response();
@@ -331,7 +342,8 @@ TEST_SUITE("adapters/http") {
     REQUIRE(r->header("www-authenticate"));
     const std::string& challenge = *r->header("www-authenticate");
     CHECK(challenge.starts_with("Bearer error=\"insufficient_scope\""));
-    CHECK(challenge.find("scope=\"admin\"") != std::string::npos);
+    // What the token has plus what the tool needs: a step-up keeps the other scopes.
+    CHECK(challenge.find("scope=\"read admin\"") != std::string::npos);
     CHECK(challenge.find("resource_metadata=") != std::string::npos);
     CHECK(boost::json::parse(r->body).at("id").as_int64() == 1);
 

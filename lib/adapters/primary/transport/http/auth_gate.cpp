@@ -172,8 +172,8 @@ std::string auth_gate::challenge(std::string_view error, std::string_view descri
 
 task<bool> auth_gate::refuse(connection& c, int status, std::string_view error, std::string_view description) {
   // RFC 6750 §3: a request with no credentials gets the challenge without an error
-  // code; the scopes the server knows tell the client what to ask for.
-  const std::string scope = error.empty() ? joined(opts_.auth.scopes_supported) : std::string();
+  // code, and the scopes every request needs tell the client what to ask for.
+  const std::string scope = error.empty() ? joined(opts_.auth.required_scopes) : std::string();
   const std::string extra = challenge(error, description, scope);
   std::string text = status == 401 ? "Unauthorized: " : "Bad Request: ";
   text += description.empty() ? std::string_view("a bearer token is required (Authorization: Bearer ...)")
@@ -255,6 +255,8 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
   }
   who.principal = verified->key();
   who.origin = origin_of(c, req, std::move(verified));
+  if (!missing_scopes(who, opts_.auth.required_scopes).empty())
+    co_return co_await refuse_scope(c, who, std::nullopt, "this server", opts_.auth.required_scopes);
   co_return std::nullopt;
 }
 
@@ -281,12 +283,15 @@ std::vector<std::string> auth_gate::missing_scopes(const caller& who, const std:
   return missing;
 }
 
-task<bool> auth_gate::refuse_scope(connection& c, const std::optional<ir::request_id>& id, std::string_view what,
-                                   const std::vector<std::string>& needed) {
-  const std::string scope = joined(needed);
+task<bool> auth_gate::refuse_scope(connection& c, const caller& who, const std::optional<ir::request_id>& id,
+                                   std::string_view what, const std::vector<std::string>& needed) {
+  std::vector<std::string> wanted;
+  if (const principal* p = who.origin ? who.origin->principal.get() : nullptr) wanted = p->scopes;
+  for (const std::string& s : needed)
+    if (std::find(wanted.begin(), wanted.end(), s) == wanted.end()) wanted.push_back(s);
   std::string text = "Forbidden: ";
-  text.append(what).append(" requires the scope(s) ").append(scope);
-  const std::string extra = challenge("insufficient_scope", text, scope);
+  text.append(what).append(" requires the scope(s) ").append(joined(needed));
+  const std::string extra = challenge("insufficient_scope", text, joined(wanted));
   const std::string body =
       id ? rpc_error_body(*id, ir::errc::invalid_request, text) : rpc_error_body(ir::errc::invalid_request, text);
   co_return co_await c.reply(403, "application/json", body, false, extra);

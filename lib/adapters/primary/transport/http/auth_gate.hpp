@@ -115,10 +115,11 @@ class auth_gate {
   /// The scopes of `needed` that `who` lacks (none without authentication).
   [[nodiscard]] static std::vector<std::string> missing_scopes(const caller& who,
                                                                const std::vector<std::string>& needed);
-  /// Writes 403 `insufficient_scope` for request `id`, naming every scope the call needs
-  /// so that the client can ask for all of them at once.
-  task<bool> refuse_scope(connection& c, const std::optional<ir::request_id>& id, std::string_view what,
-                          const std::vector<std::string>& needed);
+  /// Writes 403 `insufficient_scope` for request `id`. The challenge's scope is what
+  /// `who` holds already plus what `what` needs: a client that asks its authorization
+  /// server for exactly that keeps the scopes its other calls use.
+  task<bool> refuse_scope(connection& c, const caller& who, const std::optional<ir::request_id>& id,
+                          std::string_view what, const std::vector<std::string>& needed);
 
  private:
   /// The `WWW-Authenticate` header line (with CRLF) for an error (empty: none given).

@@ -60,7 +60,7 @@ task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, con
   if (!tool) co_return std::nullopt;
   if (auth_gate::missing_scopes(who, tool->info.required_scopes).empty()) co_return std::nullopt;
   const std::string what = "tool " + *name;
-  co_return co_await st.gate.refuse_scope(c, msg.id(), what, tool->info.required_scopes);
+  co_return co_await st.gate.refuse_scope(c, who, msg.id(), what, tool->info.required_scopes);
 }
 
 sessionless_shard& streamable_endpoint::local(connection& c) const { return *st_.sessionless[c.home().index]; }
@@ -258,7 +258,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     // A named string, not a temporary in the co_await's arguments (see `post`).
     std::string what = "tool ";
     what += ir::string_member(msg.params(), "name").value_or(std::string());
-    co_return co_await st_.gate.refuse_scope(c, msg.id(), what, unscoped);
+    co_return co_await st_.gate.refuse_scope(c, who, msg.id(), what, unscoped);
   }
   if (refused)
     co_return co_await c.reply(refused->http_status, "application/json",

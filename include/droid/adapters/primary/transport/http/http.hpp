@@ -108,8 +108,12 @@ struct options {
     /// The authorization servers that issue tokens for it (Protected Resource Metadata,
     /// RFC 9728); at least one.
     std::vector<std::string> authorization_servers{};
-    /// The scopes it knows, listed in the metadata and asked for in a 401's challenge.
+    /// The scopes it knows, listed in the metadata.
     std::vector<std::string> scopes_supported{};
+    /// Scopes every request needs, whatever it asks (a token without them: 403
+    /// `insufficient_scope`); a 401's challenge asks for these. Empty: any valid token
+    /// may use the server, and a client asks for what the metadata lists.
+    std::vector<std::string> required_scopes{};
     std::string resource_name{};  ///< a human-readable name for the metadata, or empty
     std::string resource_documentation{};  ///< a URL of its documentation, or empty
     /// Verified tokens each shard remembers, so a client's next request does not pay
