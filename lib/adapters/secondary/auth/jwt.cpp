@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <coroutine>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -287,8 +288,18 @@ struct shared_state {
   /// which is held only to copy or swap the pointer.
   std::shared_ptr<const key_set> keys{};
   bool fetching = false;  ///< a fetch is in progress; callers that need one wait for it
+  /// Which fetch is the current one. A fetch whose shard stopped before it ended would
+  /// otherwise leave `fetching` set for good; a later caller takes over from it after
+  /// `stale_after()`, and the stale one, should it still end, only offers its keys.
+  std::uint64_t fetch_id = 0;
   std::optional<std::chrono::steady_clock::time_point> last_fetch{};  ///< when the last fetch began
   std::vector<waiter> waiters{};
+
+  /// A live fetch ends within its timeout (its timer closes the connection); twice that,
+  /// and a second for resolving, means its shard is gone.
+  [[nodiscard]] std::chrono::steady_clock::duration stale_after() const {
+    return 2 * opts.fetch_timeout + std::chrono::seconds(1);
+  }
 
   std::shared_ptr<const key_set> snapshot() {
     std::lock_guard lock(mutex);
@@ -296,7 +307,7 @@ struct shared_state {
   }
 };
 
-task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor executor);
+task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor executor, std::uint64_t id);
 
 /// Waits for a fresh key set: joins the fetch in progress, or starts one unless the last
 /// began less than `min_refresh_interval` ago (then it does not suspend). Why one fetch
@@ -311,15 +322,18 @@ struct refresh_awaiter {
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) {
     bool start = false;
+    std::uint64_t id = 0;
     {
       std::lock_guard lock(s->mutex);
-      if (!s->fetching) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool stale = s->fetching && now - *s->last_fetch > s->stale_after();
+      if (!s->fetching || stale) {
         // Another caller's fetch replaced the set since this one looked: look again.
-        if (s->keys.get() != seen) return false;
-        const auto now = std::chrono::steady_clock::now();
-        if (s->last_fetch && now - *s->last_fetch < s->opts.min_refresh_interval) return false;
+        if (!stale && s->keys.get() != seen) return false;
+        if (!stale && s->last_fetch && now - *s->last_fetch < s->opts.min_refresh_interval) return false;
         s->fetching = true;
         s->last_fetch = now;
+        id = ++s->fetch_id;
         start = true;
       }
       s->waiters.push_back(waiter{asio::prefer(executor, asio::execution::outstanding_work.tracked), h});
@@ -328,14 +342,14 @@ struct refresh_awaiter {
     if (start) {
       std::shared_ptr<shared_state> state = s;
       asio::any_io_executor ex = executor;
-      spawn(ex, run_fetch(state, ex), [](std::exception_ptr) {});
+      spawn(ex, run_fetch(state, ex, id), [](std::exception_ptr) {});
     }
     return true;
   }
   void await_resume() const noexcept {}
 };
 
-task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor executor) {
+task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor executor, std::uint64_t id) {
   detail::fetch_result fetched;
   detail::fetch_target target = *s->remote;
   try {
@@ -355,8 +369,10 @@ task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor exec
     // A failed fetch keeps the keys there were: an authorization server's bad minute
     // must not turn every valid token into a refusal.
     if (fresh) s->keys = std::move(fresh);
-    s->fetching = false;
-    waiters.swap(s->waiters);
+    if (id == s->fetch_id) {
+      s->fetching = false;
+      waiters.swap(s->waiters);
+    }
   }
   // Each on its own executor: the waiters are on other shards, and resuming one here
   // would run its connection on this thread.
