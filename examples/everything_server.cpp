@@ -10,6 +10,7 @@
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
+///                                      [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL]
 ///                                      [--diagnostics SECONDS]
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,7 @@
 
 #include <droid/droid.hpp>
 
+#include "auth_tools.hpp"
 #include "conformance_tools.hpp"
 
 namespace {
@@ -318,6 +320,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> http_address;
   droid::http::options http;
   std::chrono::seconds diagnostics{0};
+  auth_flags auth;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -338,11 +341,20 @@ int main(int argc, char** argv) {
       http.tls_private_key = argv[++i];
     } else if (arg == "--cors-origin" && i + 1 < argc) {
       http.allowed_origins.emplace_back(argv[++i]);
+    } else if (arg == "--auth-issuer" && i + 1 < argc) {
+      auth.issuer = argv[++i];
+    } else if (arg == "--auth-audience" && i + 1 < argc) {
+      auth.audience = argv[++i];
+    } else if (arg == "--auth-jwks" && i + 1 < argc) {
+      auth.jwks = argv[++i];
+    } else if (arg == "--auth-jwks-ca" && i + 1 < argc) {
+      auth.jwks_ca = argv[++i];
     } else if (arg == "--diagnostics" && i + 1 < argc) {
       diagnostics = std::chrono::seconds(std::stoul(argv[++i]));
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
-                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--diagnostics SECONDS]]\n"
+                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
+                   "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -353,6 +365,11 @@ int main(int argc, char** argv) {
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"
                    "                     server; loopback origins always may (repeatable)\n"
+                   "  --auth-issuer URL  require bearer tokens (JWT, RS256/ES256/EdDSA) issued by URL\n"
+                   "  --auth-audience U  this server's resource identifier, which tokens must name (its public URL)\n"
+                   "  --auth-jwks F|URL  the issuer's key set (JSON Web Key Set), a file or an https:// URL\n"
+                   "  --auth-jwks-ca F   extra CA certificates (PEM) for an https:// key set\n"
+                   "                     with these, tools whoami and admin_reset (scope admin) are added\n"
                    "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n";
       return 0;
     } else {
@@ -373,6 +390,11 @@ int main(int argc, char** argv) {
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
 
+  if (auth.any() && !http_address) {
+    // stdio has no tokens: the client that spawns the server is trusted as its user is.
+    std::cerr << "everything-server: --auth-* protects HTTP; add --http HOST:PORT\n";
+    return 2;
+  }
   if (http_address) {
     const auto colon = http_address->rfind(':');
     if (colon == std::string::npos) {
@@ -383,6 +405,7 @@ int main(int argc, char** argv) {
     if (http.host.size() > 2 && http.host.front() == '[') http.host = http.host.substr(1, http.host.size() - 2);
     http.port = static_cast<std::uint16_t>(std::stoi(http_address->substr(colon + 1)));
     try {
+      if (auth.any()) configure_auth(server, http, auth);
       if (diagnostics.count() > 0) return serve_with_diagnostics(server, std::move(http), diagnostics);
       return droid::http::serve(server, http, announce);
     } catch (const std::exception& e) {

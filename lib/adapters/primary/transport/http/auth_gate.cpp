@@ -244,7 +244,8 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
         co_return co_await c.reply(503, "application/json", rpc_error_body(ir::errc::internal_error, text), false,
                                    "Retry-After: 5\r\n");
       }
-      const std::string description = v.description.empty() ? "the token is not valid" : std::move(v.description);
+      const std::string description =
+          v.description.empty() ? std::string(auth::to_string(v.error)) : std::move(v.description);
       co_return co_await refuse(c, 401, "invalid_token", description);
     }
     verified = std::move(v.who);
