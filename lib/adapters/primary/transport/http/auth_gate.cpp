@@ -12,6 +12,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <openssl/sha.h>
 
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 
@@ -54,6 +55,16 @@ bool has_query_param(std::string_view query, std::string_view name) noexcept {
     query.remove_prefix(amp + 1);
   }
   return false;
+}
+
+/// The token cache's key for `token`: its SHA-256. Why a hash: a cache that held tokens
+/// would keep every recent caller's credential in memory for as long as the token lives;
+/// why a cryptographic one: a forged token whose key collided with a cached one would be
+/// taken for it.
+std::string cache_key(std::string_view token) {
+  std::string out(SHA256_DIGEST_LENGTH, '\0');
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), reinterpret_cast<unsigned char*>(out.data()));
+  return out;
 }
 
 std::string joined(const std::vector<std::string>& words) {
@@ -226,8 +237,10 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
   std::shared_ptr<const principal> verified;
   token_cache* cache = opts_.auth.token_cache > 0 ? &caches_[c.home().index] : nullptr;
   const auto now = std::chrono::system_clock::now();
+  std::string key;
   if (cache) {
-    if (auto it = cache->entries.find(std::string(value)); it != cache->entries.end()) {
+    key = cache_key(value);
+    if (auto it = cache->entries.find(key); it != cache->entries.end()) {
       if (it->second->expires_at > now) verified = it->second;
       else cache->entries.erase(it);
     }
@@ -251,7 +264,7 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
     verified = std::move(v.who);
     if (cache && verified->expires_at > now) {
       if (cache->entries.size() >= opts_.auth.token_cache) cache->entries.clear();
-      cache->entries.emplace(std::move(token), verified);
+      cache->entries.emplace(std::move(key), verified);
     }
   }
   who.principal = verified->key();

@@ -130,8 +130,8 @@ class auth_gate {
   [[nodiscard]] std::shared_ptr<const request_origin> origin_of(const connection& c, const request& req,
                                                                 std::shared_ptr<const principal> who) const;
 
-  /// Verified tokens of one shard, by token text; cleared whole when full (a cache
-  /// that forgets at random costs a signature check, never a wrong answer).
+  /// Verified tokens of one shard, by the token's SHA-256; cleared whole when full (a
+  /// cache that forgets at random costs a signature check, never a wrong answer).
   struct token_cache {
     std::unordered_map<std::string, std::shared_ptr<const principal>> entries;
   };

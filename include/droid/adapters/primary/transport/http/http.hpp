@@ -116,8 +116,10 @@ struct options {
     std::vector<std::string> required_scopes{};
     std::string resource_name{};  ///< a human-readable name for the metadata, or empty
     std::string resource_documentation{};  ///< a URL of its documentation, or empty
-    /// Verified tokens each shard remembers, so a client's next request does not pay
-    /// for a signature check again (entries end with their token's `exp`). 0: none.
+    /// Verified tokens each shard remembers (by hash), so a client's next request does
+    /// not pay for a signature check again. An entry lasts until the principal's
+    /// `expires_at`: a verifier whose verdicts may change sooner (introspection, which
+    /// sees revocations) sets that earlier, or this is 0 (none).
     std::size_t token_cache = 1024;
   };
   authorization auth{};  ///< see `authorization`
