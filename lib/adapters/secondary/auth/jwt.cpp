@@ -295,8 +295,9 @@ struct shared_state {
   std::optional<std::chrono::steady_clock::time_point> last_fetch{};  ///< when the last fetch began
   std::vector<waiter> waiters{};
 
-  /// A live fetch ends within its timeout (its timer closes the connection); twice that,
-  /// and a second for resolving, means its shard is gone.
+  /// A live fetch ends within its timeout (its timer closes the connection), give or take
+  /// a slow DNS lookup; twice that and a second more means its shard is gone, or its
+  /// lookup hangs, and a new fetch is the better bet.
   [[nodiscard]] std::chrono::steady_clock::duration stale_after() const {
     return 2 * opts.fetch_timeout + std::chrono::seconds(1);
   }
