@@ -368,8 +368,9 @@ task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor exec
   {
     std::lock_guard lock(s->mutex);
     // A failed fetch keeps the keys there were: an authorization server's bad minute
-    // must not turn every valid token into a refusal.
-    if (fresh) s->keys = std::move(fresh);
+    // must not turn every valid token into a refusal. A superseded fetch's answer may be
+    // older than its successor's, so it only fills an empty cache.
+    if (fresh && (id == s->fetch_id || !s->keys)) s->keys = std::move(fresh);
     if (id == s->fetch_id) {
       s->fetching = false;
       waiters.swap(s->waiters);
