@@ -42,8 +42,9 @@ struct fetch_result {
   std::string error{};
 };
 
-/// GETs `target` on `executor`, all of it within `timeout`; a body over `max_body` bytes,
-/// or a status other than 200, is a failure.
+/// GETs `target` on `executor`, all of it after the DNS lookup within `timeout` (Asio
+/// delivers a cancelled lookup only when the resolver returns); a body over `max_body`
+/// bytes, or a status other than 200, is a failure.
 [[nodiscard]] task<fetch_result> fetch_jwks(asio::any_io_executor executor, fetch_target target,
                                             std::shared_ptr<asio::ssl::context> tls,
                                             std::chrono::milliseconds timeout, std::size_t max_body);

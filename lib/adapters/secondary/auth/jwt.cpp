@@ -295,8 +295,9 @@ struct shared_state {
   std::optional<std::chrono::steady_clock::time_point> last_fetch{};  ///< when the last fetch began
   std::vector<waiter> waiters{};
 
-  /// A live fetch ends within its timeout (its timer closes the connection); twice that,
-  /// and a second for resolving, means its shard is gone.
+  /// A live fetch ends within its timeout (its timer closes the connection), give or take
+  /// a slow DNS lookup; twice that and a second more means its shard is gone, or its
+  /// lookup hangs, and a new fetch is the better bet.
   [[nodiscard]] std::chrono::steady_clock::duration stale_after() const {
     return 2 * opts.fetch_timeout + std::chrono::seconds(1);
   }
@@ -367,8 +368,9 @@ task<void> run_fetch(std::shared_ptr<shared_state> s, asio::any_io_executor exec
   {
     std::lock_guard lock(s->mutex);
     // A failed fetch keeps the keys there were: an authorization server's bad minute
-    // must not turn every valid token into a refusal.
-    if (fresh) s->keys = std::move(fresh);
+    // must not turn every valid token into a refusal. A superseded fetch's answer may be
+    // older than its successor's, so it only fills an empty cache.
+    if (fresh && (id == s->fetch_id || !s->keys)) s->keys = std::move(fresh);
     if (id == s->fetch_id) {
       s->fetching = false;
       waiters.swap(s->waiters);

@@ -263,11 +263,11 @@ std::shared_ptr<droid::auth::token_verifier> file_verifier(const temp_dir& dir) 
 
 token_error error_of(droid::auth::token_verifier& v, const std::string& t) { return verify(v, t).error; }
 
-/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
+/// A self-signed certificate for `san` (127.0.0.1 by default) and its key, as PEM files.
 struct certificate {
   std::string cert_file, key_file;
 
-  certificate(const temp_dir& dir, const std::string& name) {
+  certificate(const temp_dir& dir, const std::string& name, const char* san = "IP:127.0.0.1") {
     EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
     REQUIRE(key);
     X509* x = X509_new();
@@ -283,7 +283,7 @@ struct certificate {
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
     X509V3_set_ctx(&v3, x, x, nullptr, nullptr, 0);
-    for (const auto& [nid, value] : {std::pair{NID_subject_alt_name, "IP:127.0.0.1"},
+    for (const auto& [nid, value] : {std::pair{NID_subject_alt_name, san},
                                      std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
       X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &v3, nid, value);
       REQUIRE(ext);
@@ -783,6 +783,21 @@ TEST_SUITE("auth") {
       auto v = droid::auth::make_jwt_verifier(url_options(server, &ca));
       CHECK(error_of(*v, token(k().ec)) == token_error::unavailable);
       CHECK(server.requests == 0);
+    }
+    SUBCASE("a trusted certificate for another host") {
+      const certificate elsewhere(dir, "elsewhere", "DNS:auth.example.com, IP:127.0.0.2");
+      jwks_server server(&elsewhere);
+      server.serve(jwks({&k().ec}));
+      auto v = droid::auth::make_jwt_verifier(url_options(server, &elsewhere));
+      CHECK(error_of(*v, token(k().ec)) == token_error::unavailable);
+      CHECK(server.requests == 0);
+    }
+    SUBCASE("a status other than 200") {
+      jwks_server server(&ca);
+      server.serve(jwks({&k().ec}), jwks_server::framing::length, 404);
+      auto v = droid::auth::make_jwt_verifier(url_options(server, &ca));
+      CHECK(error_of(*v, token(k().ec)) == token_error::unavailable);
+      CHECK(server.requests == 1);
     }
     SUBCASE("a body over max_jwks_bytes, in each framing") {
       jwks_server server(&ca);

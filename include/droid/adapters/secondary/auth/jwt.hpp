@@ -45,7 +45,9 @@ struct jwt_options {
   std::chrono::milliseconds min_refresh_interval{std::chrono::seconds(60)};
   /// Longer tokens are refused before any decoding.
   std::size_t max_token_bytes = 8 * 1024;
-  /// The whole fetch of `jwks_url` (resolve, connect, handshake, request, response).
+  /// The whole fetch of `jwks_url`: connecting, the TLS handshake, the request and the
+  /// answer. A DNS lookup is bounded by the system resolver's own timeout instead, since
+  /// Asio cannot abandon one that is under way.
   std::chrono::milliseconds fetch_timeout{std::chrono::seconds(5)};
   /// A key set response with a longer body is refused.
   std::size_t max_jwks_bytes = 1024 * 1024;
