@@ -5,7 +5,11 @@
 
 #include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
+#include <droid/adapters/secondary/auth/jwt.hpp>
+#include <droid/adapters/secondary/auth/token_verifier.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
+#include <droid/application/server/principal.hpp>
+#include <droid/application/server/request_origin.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/server/task_store.hpp>
