@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <poll.h>
 
@@ -530,6 +532,32 @@ TEST_SUITE("adapters/http") {
     CHECK(second.read_response()->status == 409);
     f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
     CHECK(get.read_until("list_changed").find("notifications/tools/list_changed") != std::string::npos);
+  }
+
+  TEST_CASE("max_connections: one past the limit is closed at once, the others are served, a freed slot is reused") {
+    droid::http::options o;
+    o.max_connections = 3;
+    server_fixture f(o);
+    // Any request the server answers shows the connection was accepted and is served.
+    const auto ping = [](raw_connection& c) {
+      c.send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      const auto r = c.read_response();
+      return r ? r->status : 0;
+    };
+    std::vector<std::unique_ptr<raw_connection>> held;
+    for (int i = 0; i < 3; ++i) {
+      held.push_back(std::make_unique<raw_connection>(f.port()));
+      CHECK(ping(*held.back()) == 204);
+    }
+    CHECK(f.listener->connections() == 3);
+    raw_connection over(f.port());
+    CHECK(over.closed_by_peer());  // closed at once, without a response
+    for (auto& c : held) CHECK(ping(*c) == 204);  // the three are untouched
+    held.pop_back();
+    for (int i = 0; i < 100 && f.listener->connections() > 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    raw_connection again(f.port());
+    CHECK(ping(again) == 204);
   }
 
   TEST_CASE("idle sessions are reaped; a session with an open stream is not (E8)") {
