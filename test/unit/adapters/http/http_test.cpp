@@ -560,6 +560,30 @@ TEST_SUITE("adapters/http") {
     CHECK(ping(again) == 204);
   }
 
+  TEST_CASE("write_timeout: a client that stops reading its event stream loses the connection") {
+    droid::http::options o;
+    o.write_timeout = std::chrono::milliseconds(300);
+    o.max_queued_bytes = 64u << 20;  // so that the queue bound cannot be what closes it
+    server_fixture f(o);
+    raw_connection c(f.port());
+    const std::string sid = f.initialize(c);
+    CHECK(f.listener->connections() == 1);
+    // 20 MB of notifications, of which the client reads nothing.
+    c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood"}})", "Mcp-Session-Id: " + sid + "\r\n"));
+    bool closed = false;
+    for (int i = 0; i < 300 && !closed; ++i) {
+      closed = f.listener->connections() == 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(closed);
+    // The session lives on: another connection uses it.
+    raw_connection again(f.port());
+    again.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
+    const auto r = again.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+
   TEST_CASE("idle sessions are reaped; a session with an open stream is not (E8)") {
     droid::http::options o;
     o.session_idle_timeout = std::chrono::milliseconds(300);

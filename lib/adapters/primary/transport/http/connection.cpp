@@ -102,7 +102,7 @@ void connection_core::start_accept() {
 }
 
 clock_type::duration connection_core::sweep_period() const {
-  return std::clamp<clock_type::duration>(std::min(opts_.idle_timeout, opts_.header_timeout) / 10,
+  return std::clamp<clock_type::duration>(std::min({opts_.idle_timeout, opts_.header_timeout, opts_.write_timeout}) / 10,
                                           std::chrono::milliseconds(10), std::chrono::milliseconds(500));
 }
 
@@ -166,12 +166,19 @@ void connection::expire() noexcept {
 }
 
 task<bool> connection::write(std::string_view data) {
-  if (tls_) {
-    auto [ec, n] = co_await asio::async_write(tls_->stream, asio::buffer(data), use_task);
-    co_return !ec;
+  // Piece by piece, each under the write deadline (see `reply`, which does the same).
+  const std::int64_t saved = deadline_ns;
+  while (!data.empty()) {
+    arm(core_.opts().write_timeout);
+    std::error_code ec;
+    std::size_t n = 0;
+    if (tls_) std::tie(ec, n) = co_await tls_->stream.async_write_some(asio::buffer(data), use_task);
+    else std::tie(ec, n) = co_await socket_.async_write_some(asio::buffer(data), use_task);
+    if (ec) co_return false;
+    data.remove_prefix(n);
   }
-  auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data), use_task);
-  co_return !ec;
+  deadline_ns = saved;
+  co_return true;
 }
 
 task<bool> connection::reply(int status, std::string_view content_type, std::string_view body, bool close,
@@ -184,11 +191,23 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
     extra = joined;
   }
   const std::string text = response(status, content_type, body, close || closing_, extra);
-  std::error_code ec;
-  std::size_t n = 0;
-  if (tls_) std::tie(ec, n) = co_await asio::async_write(tls_->stream, asio::buffer(text), use_task);
-  else std::tie(ec, n) = co_await asio::async_write(socket_, asio::buffer(text), use_task);
-  co_return !ec && !close && !closing_;
+  // A client that accepts no byte for `write_timeout` has stopped reading: the deadline
+  // closes it. Re-armed for each piece the peer takes, so a slow reader that reads at all
+  // is served however long its answer (docs/reliability.md#slow-clients-under-slowhttptest).
+  // The loop is write()'s, repeated: one coroutine frame less per request.
+  const std::int64_t saved = deadline_ns;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    arm(core_.opts().write_timeout);
+    std::error_code ec;
+    std::size_t n = 0;
+    if (tls_) std::tie(ec, n) = co_await tls_->stream.async_write_some(asio::buffer(rest), use_task);
+    else std::tie(ec, n) = co_await socket_.async_write_some(asio::buffer(rest), use_task);
+    if (ec) co_return false;
+    rest.remove_prefix(n);
+  }
+  deadline_ns = saved;
+  co_return !close && !closing_;
 }
 
 std::shared_ptr<response_sink> connection::make_sink() {

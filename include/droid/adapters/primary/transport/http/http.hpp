@@ -154,6 +154,12 @@ struct options {
   std::chrono::milliseconds body_grace{5'000};
   /// A keep-alive connection with no request in progress is closed after this long.
   std::chrono::milliseconds idle_timeout{60'000};
+  /// A write to the client that makes no progress for this long means the client stopped
+  /// reading: its connection is closed (a resumable stream stays resumable). Progress is
+  /// the kernel taking more of the answer, which it does once the client has read about
+  /// half a socket buffer: as nginx's `send_timeout`, this bounds a reader that stalls,
+  /// and one that reads a few bytes a second, not a reader that is merely slow.
+  std::chrono::milliseconds write_timeout{60'000};
   /// Connections beyond this are closed at once.
   std::size_t max_connections = 10'240;
   /// A session with no request, no stream and no traffic for this long is ended.
