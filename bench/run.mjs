@@ -10,11 +10,13 @@
 //
 // Every server's answer is checked before it is timed (docs/conventions.md#benchmarks); a
 // wrong answer removes the server from the run instead of timing it. Inputs are generated
-// from fixed patterns, never downloaded. Results:
+// from fixed patterns, never downloaded; the HTTPS rows' certificate is made at the start
+// of each run, in <build-dir>/bench-results/tls/. Results:
 // <build-dir>/bench-results/{results.md,results.json,throughput.png}. Node builtins only.
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,6 +71,10 @@ const everythingServer = path.join(buildDir, 'examples', 'everything-server');
 const tsServer = path.join(here, 'peer', 'ts_server.mjs');
 const callLua = path.join(here, 'http', 'call.lua');
 const call2026Lua = path.join(here, 'http', 'call2026.lua');
+// The HTTPS rows' certificate and key, made by makeCertificate() at the start of a run.
+const tlsDir = path.join(outDir, 'tls');
+const tlsCert = path.join(tlsDir, 'cert.pem');
+const tlsKey = path.join(tlsDir, 'key.pem');
 const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
 const log = (...a) => console.error('bench:', ...a);
@@ -227,9 +233,26 @@ const call2026Params = (tool, capabilities = {}, more = {}) => ({
 });
 const echoCall2026 = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: call2026Params('echo') });
 
+/// A self-signed EC P-256 certificate for 127.0.0.1, new for every run (nothing to keep
+/// or to leak: the key never leaves the results directory, and no one else trusts it).
+function makeCertificate() {
+  fs.mkdirSync(tlsDir, { recursive: true });
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', tlsKey, '-out', tlsCert, '-days', '2', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+// The driver's own requests to an https:// URL trust the run's certificate and nothing
+// else. This is a benchmark's throwaway certificate, not a deployment's trust store;
+// verifying it (rather than rejectUnauthorized: false) costs nothing here and catches a
+// server that serves some other certificate. wrk verifies nothing.
+let tlsCa = null;
+const tlsOptions = (url) => (url.startsWith('https:') ? { ca: (tlsCa ??= fs.readFileSync(tlsCert)) } : {});
+
 function post(url, body, headers = {}, agent = undefined) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { ...baseHeaders, ...headers }, agent }, (res) => {
+    const req = (url.startsWith('https:') ? https : http).request(url,
+      { method: 'POST', headers: { ...baseHeaders, ...headers }, agent, ...tlsOptions(url) }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString() }));
@@ -285,8 +308,10 @@ async function checkEcho(url, sid, era = '2025') {
 // ---- the servers -----------------------------------------------------------------------
 const nginxBody = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}';
 
-async function startNginx(workers, wrapper = []) {
-  const dir = path.join(outDir, wrapper.length ? 'nginx-callgrind' : `nginx-${workers}w`);
+/// nginx returning the fixed answer; with `tls`, over HTTPS with the run's certificate
+/// (the floor of the TLS rows).
+async function startNginx(workers, wrapper = [], { tls = false } = {}) {
+  const dir = path.join(outDir, wrapper.length ? 'nginx-callgrind' : `nginx-${tls ? 'tls-' : ''}${workers}w`);
   fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const user = os.userInfo();
@@ -307,7 +332,16 @@ async function startNginx(workers, wrapper = []) {
     '  keepalive_requests 100000000;',
     '  keepalive_timeout 60s;',
     '  server {',
-    `    listen 127.0.0.1:${port};`,
+    `    listen 127.0.0.1:${port}${tls ? ' ssl' : ''};`,
+    // As everything-server's TLS (lib/adapters/primary/transport/http/tls.cpp): TLS 1.2
+    // and up, no session tickets, and OpenSSL's default cipher suites and groups on both
+    // sides, so that the same suite is negotiated with wrk.
+    ...(tls ? [
+      `    ssl_certificate ${tlsCert};`,
+      `    ssl_certificate_key ${tlsKey};`,
+      '    ssl_protocols TLSv1.2 TLSv1.3;',
+      '    ssl_session_tickets off;',
+    ] : []),
     '    location = /mcp {',
     '      default_type application/json;',
     `      return 200 '${nginxBody}';`,
@@ -323,11 +357,14 @@ async function startNginx(workers, wrapper = []) {
   const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', err, err] });
   fs.closeSync(err);
   await waitForPort(port, wrapper.length ? 30000 : 5000);
-  return { child, url: `http://127.0.0.1:${port}/mcp` };
+  return { child, url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/mcp` };
 }
 
 const httpServers = [
   { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json') },
+  // The droid-json server over HTTPS, driven by the same script: against droid-json, what
+  // TLS costs protocol_droid; against the nginx TLS rows, the floor with the same TLS.
+  { name: 'droid-json-tls', label: 'protocol_droid JSON over TLS', stateful: true, tls: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--tls-cert', tlsCert, '--tls-key', tlsKey], 'droid-json-tls') },
   { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
   { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--stateless', '--json-response'], 'droid-stateless') },
   // 2026-07-28 requests are stateless by nature: the same server as droid-json, no flag.
@@ -336,6 +373,8 @@ const httpServers = [
   { name: 'ts-stateless', label: 'TS SDK stateless JSON', stateful: false, start: () => startPrintingUrl('node', [tsServer, '--mode', 'stateless'], 'ts-stateless') },
   { name: 'nginx-1w', label: 'nginx 1 worker (floor)', stateful: false, start: () => startNginx(1) },
   { name: 'nginx-2w', label: 'nginx 2 workers (floor)', stateful: false, start: () => startNginx(2) },
+  { name: 'nginx-tls-1w', label: 'nginx 1 worker over TLS (TLS floor)', stateful: false, tls: true, start: () => startNginx(1, [], { tls: true }) },
+  { name: 'nginx-tls-2w', label: 'nginx 2 workers over TLS (TLS floor)', stateful: false, tls: true, start: () => startNginx(2, [], { tls: true }) },
 ];
 
 // ---- wrk -----------------------------------------------------------------------------
@@ -505,6 +544,7 @@ async function httpSection() {
       results.http.push({
         server: s.name,
         label: s.label,
+        tls: Boolean(s.tls),
         connections: c,
         rps: stats(rs.map((r) => r.rps)),
         p50_us: stats(rs.map((r) => r.p50)),
@@ -991,9 +1031,10 @@ function row(server, c) {
   return results.http.find((r) => r.server === server && r.connections === c);
 }
 
-/// The floor at `c` connections: the nginx configuration with more requests per second.
-function floorAt(c) {
-  const cands = ['nginx-1w', 'nginx-2w'].map((n) => row(n, c)).filter(Boolean);
+/// The floor at `c` connections: the nginx configuration with more requests per second;
+/// with `tls`, the faster of the nginx TLS rows (the floor of the TLS rows).
+function floorAt(c, tls = false) {
+  const cands = (tls ? ['nginx-tls-1w', 'nginx-tls-2w'] : ['nginx-1w', 'nginx-2w']).map((n) => row(n, c)).filter(Boolean);
   return cands.sort((a, b) => b.rps.median - a.rps.median)[0];
 }
 
@@ -1009,6 +1050,13 @@ function headline() {
     add(`JSON mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(j?.rps.median, floor.rps.median), '≥ 0.80×', (v) => v >= 0.8);
     add(`JSON mode CPU µs/req vs nginx (${floor.server}), ${c} conns`, ratio(j?.cpu_us_per_request.median, floor.cpu_us_per_request.median), '≤ 1.50×', (v) => v <= 1.5);
     add(`SSE mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(s?.rps.median, floor.rps.median), '≥ 0.60×', (v) => v >= 0.6);
+  }
+  // Informative: whether TLS widens or narrows the gap to the floor (each side pays for
+  // its own record encryption with the same OpenSSL). No target: the JSON rows have theirs.
+  const tlsFloor = floorAt(64, true);
+  if (tlsFloor) {
+    add(`JSON mode over TLS req/s vs nginx TLS floor (${tlsFloor.server}), 64 conns`,
+      ratio(row('droid-json-tls', 64)?.rps.median, tlsFloor.rps.median), '—', () => true);
   }
   add('SSE mode req/s vs TS SDK SSE, 64 conns', ratio(row('droid-sse', 64)?.rps.median, row('ts-sse', 64)?.rps.median), '≥ 10×', (v) => v >= 10);
   add('stateless JSON req/s vs TS SDK stateless, 64 conns', ratio(row('droid-stateless', 64)?.rps.median, row('ts-stateless', 64)?.rps.median), '—', () => true);
@@ -1062,14 +1110,15 @@ function markdown() {
     L.push('| server | conns | req/s | vs floor | p50 | p99 | server CPU µs/req | cores: server / wrk / other | errors |');
     L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const c of results.options.connections) {
-      const floor = floorAt(c);
       for (const r of results.http.filter((x) => x.connections === c)) {
+        const floor = floorAt(c, r.tls);
         L.push(`| ${r.label} | ${c} | ${range(r.rps, fmtInt)} | ${fmtRatio(ratio(r.rps.median, floor?.rps.median))} | ` +
           `${range(r.p50_us, fmtUs)} | ${range(r.p99_us, fmtUs)} | ${range(r.cpu_us_per_request, (x) => x.toFixed(1))} | ` +
           `${r.server_cores.median.toFixed(2)} / ${r.wrk_cores.median.toFixed(2)} / ${r.other_cores_max.toFixed(2)} | ${r.errors} |`);
       }
     }
-    L.push('', '"vs floor": against the faster nginx configuration at the same connection count. ' +
+    L.push('', '"vs floor": against the faster nginx configuration at the same connection count ' +
+      '(for the rows over TLS, the faster nginx TLS configuration). ' +
       '"cores": CPU time over wall time of the server and of wrk (medians), and the most any run saw used by ' +
       'everything else on the machine (noise; 0 on a quiet machine).', '');
   }
@@ -1195,6 +1244,16 @@ async function main() {
   if (!fs.existsSync(everythingServer)) throw new Error(`${everythingServer} is not built`);
   for (const n of opt.servers ?? []) {
     if (n !== 'nginx' && !httpServers.some((s) => s.name === n)) throw new Error(`--servers: no server named ${n}`);
+  }
+  // The HTTPS rows' certificate, before any server that reads it starts. Without one they
+  // fail their start and are named in the notes, like any server that does not answer.
+  if (opt.sections.includes('http') && httpServers.some((s) => s.tls && picked(s))) {
+    try {
+      makeCertificate();
+    } catch (e) {
+      log(`openssl: no certificate for the TLS rows: ${e.stderr?.toString().trim() ?? e.message}`);
+      results.notes.push(`no certificate for the TLS rows: ${e.message}`);
+    }
   }
   const t0 = Date.now();
   const sections = {
