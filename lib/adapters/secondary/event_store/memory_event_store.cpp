@@ -14,13 +14,30 @@ void memory_event_store::evict_front() {
     // brings it back with everything before marked evicted (see append).
     if (--st.held == 0 && !st.finished) streams_.erase(it);
   }
+  pop_front();
+}
+
+void memory_event_store::pop_front() {
+  bytes_ -= events_.front().data.size();
   events_.pop_front();
 }
 
 void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {
   if (capacity_ == 0) return;
-  if (events_.size() == capacity_) evict_front();
+  if (data.size() > max_bytes_) {
+    // Too large to keep: recorded as sent and evicted at once, so a replay from before it
+    // refuses instead of skipping it. Nothing else is evicted for it.
+    auto [it, fresh] = streams_.try_emplace(stream);
+    stream_state& st = it->second;
+    st.last = st.evicted = seq;
+    // Nothing held, not finished: the state goes (see evict_front), and the stream's next
+    // event brings it back with everything before marked evicted.
+    if (st.held == 0 && !st.finished) streams_.erase(it);
+    return;
+  }
+  while (!events_.empty() && (events_.size() == capacity_ || bytes_ + data.size() > max_bytes_)) evict_front();
   events_.push_back(event{stream, seq, std::string(data)});
+  bytes_ += data.size();
   auto [it, fresh] = streams_.try_emplace(stream);
   // A stream seen again after its state went: what came before is gone, and a replay
   // from there must refuse rather than skip it.
@@ -44,7 +61,7 @@ void memory_event_store::finish(std::uint64_t stream, std::uint64_t last_seq) {
   finished_.pop_front();
   // The ring mostly holds streams in the order they finish: the forgotten stream's
   // events are usually at the front, and go now rather than at eviction.
-  while (!events_.empty() && !streams_.contains(events_.front().stream)) events_.pop_front();
+  while (!events_.empty() && !streams_.contains(events_.front().stream)) pop_front();
 }
 
 bool memory_event_store::replay(std::uint64_t stream, std::uint64_t after_seq,

@@ -75,6 +75,28 @@ TEST_SUITE("adapters/event_store") {
     CHECK(store.size() <= 1024);
   }
 
+  TEST_CASE("the ring is bounded by bytes too: large events evict old ones; one over the bound is not kept") {
+    droid::memory_event_store store(1024, 64, 100);
+    for (std::uint64_t seq = 1; seq <= 10; ++seq) store.append(1, seq, std::string(30, 'a'));
+    CHECK(store.bytes() <= 100);
+    CHECK(store.size() == 3);  // 3 x 30 bytes fit in 100, 4 do not
+    bool ok = false;
+    CHECK(replayed(store, 1, 7, &ok).size() == 3);
+    CHECK(ok);
+    (void)replayed(store, 1, 6, &ok);  // event 7 is gone: refused, not skipped
+    CHECK_FALSE(ok);
+    // One event larger than the bound: not kept, nothing else evicted for it, and a replay
+    // from before it refuses while one from it on works.
+    store.append(2, 1, std::string(101, 'b'));
+    CHECK(store.size() == 3);
+    (void)replayed(store, 2, 0, &ok);
+    CHECK_FALSE(ok);
+    store.append(2, 2, "c");
+    CHECK(replayed(store, 2, 1, &ok) == std::vector<std::string>{"2:c"});
+    CHECK(ok);
+    CHECK(store.bytes() <= 100);
+  }
+
   TEST_CASE("a stream that just finished resumes to its end; one forgotten or evicted is refused") {
     droid::memory_event_store store(4, 2);
     store.append(1, 1, "a");

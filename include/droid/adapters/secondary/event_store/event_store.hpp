@@ -52,8 +52,11 @@ using event_store_factory = std::function<std::unique_ptr<event_store>()>;
 
 /// A bounded ring of the latest events of a session, oldest evicted first.
 ///
-/// Why bounded by count: a client that never comes back must not pin memory; `capacity`
-/// is how far back a reconnecting client can resume.
+/// Why bounded by count and by bytes: a client that never comes back must not pin
+/// memory; `capacity` is how far back a reconnecting client can resume, and `max_bytes`
+/// keeps a session whose answers are large (a tool that returns megabytes) from holding
+/// `capacity` of them. An event larger than `max_bytes` is not kept at all: its stream
+/// can then be resumed only after it.
 /// Invariants: a stream has state while it has events in the ring or while it is one of
 /// the latest `finished_streams` finished ones, so there are never more than
 /// `capacity + finished_streams` of them, however many the session opened. A stream
@@ -66,14 +69,17 @@ class memory_event_store final : public event_store {
   /// after its reconnection delay of one to two and a half seconds, while the session
   /// goes on with other requests; 64 covers a session making about 25 requests a second
   /// meanwhile, at about 5 KB per session.
-  explicit memory_event_store(std::size_t capacity, std::size_t finished_streams = 64)
-      : capacity_(capacity), finished_cap_(finished_streams) {}
+  explicit memory_event_store(std::size_t capacity, std::size_t finished_streams = 64,
+                              std::size_t max_bytes = 8u << 20)
+      : capacity_(capacity), finished_cap_(finished_streams), max_bytes_(max_bytes) {}
   void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override;
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
   void finish(std::uint64_t stream, std::uint64_t last_seq) override;
   /// How many events the store holds, over all streams.
   [[nodiscard]] std::size_t size() const noexcept { return events_.size(); }
+  /// The bytes of event data it holds (at most `max_bytes`).
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   /// How many streams the store keeps state for (what a long session must not grow).
   [[nodiscard]] std::size_t streams() const noexcept { return streams_.size(); }
 
@@ -91,8 +97,12 @@ class memory_event_store final : public event_store {
   };
   /// Drops the front event; its stream's state goes with its last event unless finished.
   void evict_front();
+  /// Removes the front event from the ring and its bytes from the count.
+  void pop_front();
   std::size_t capacity_;
   std::size_t finished_cap_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
   /// Events of forgotten streams may stay until evicted: they are skipped, and bounded
   /// by `capacity_` like the rest.
   std::deque<event> events_;

@@ -119,7 +119,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     // lost connection ends its request.
     std::unique_ptr<event_store> store;
     if (!server_json && (o.event_store || o.event_ring_capacity > 0))
-      store = o.event_store ? o.event_store() : std::make_unique<memory_event_store>(o.event_ring_capacity);
+      store = o.event_store ? o.event_store()
+                            : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes);
     entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
     if (!st_.sessions.insert(entry, o.max_sessions))
       co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,

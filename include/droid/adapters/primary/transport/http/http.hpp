@@ -173,6 +173,9 @@ struct options {
 
   /// Events each session keeps for resumption (`Last-Event-ID`), oldest evicted first.
   std::size_t event_ring_capacity = 1024;
+  /// Bytes of events each session keeps, oldest evicted first: what bounds the ring
+  /// when answers are large. An event larger than this is not kept (not resumable).
+  std::size_t event_ring_bytes = 8u << 20;
   /// Makes each session's event store; empty means the in-memory ring above.
   event_store_factory event_store{};
   /// Bytes queued for one client-facing stream before the server gives up on a client
