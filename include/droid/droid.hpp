@@ -6,6 +6,8 @@
 #include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
+#include <droid/application/server/metrics.hpp>
+#include <droid/application/server/observer.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/server/task_store.hpp>

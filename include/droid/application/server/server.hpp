@@ -34,6 +34,7 @@
 #include <boost/json/object.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include <droid/application/server/observer.hpp>
 #include <droid/application/server/peer_info.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
@@ -75,6 +76,11 @@ struct server_options {
   /// -32602). Why bounded: a client may subscribe to any URI string, and each stays for
   /// the session's life.
   std::size_t max_subscriptions = 1024;
+  /// Told when each request starts and ends (method, outcome, duration, bytes); see
+  /// `request_observer` and `droid::metrics`. Null (the default) costs one pointer test
+  /// per request. Shared because the observer usually outlives the server's set-up code
+  /// (a metrics route reads it), and several servers may report to one.
+  std::shared_ptr<request_observer> observer{};
 
   /// The cache hints 2026-07-28 clients get on each cacheable result (`ttlMs`,
   /// `cacheScope`). Why 0 by default: the framework cannot know how often a server
