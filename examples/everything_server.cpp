@@ -10,12 +10,13 @@
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
-///                                      [--diagnostics SECONDS]
+///                                      [--diagnostics SECONDS] [--metrics]
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -318,6 +319,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> http_address;
   droid::http::options http;
   std::chrono::seconds diagnostics{0};
+  bool metrics = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -340,9 +342,11 @@ int main(int argc, char** argv) {
       http.allowed_origins.emplace_back(argv[++i]);
     } else if (arg == "--diagnostics" && i + 1 < argc) {
       diagnostics = std::chrono::seconds(std::stoul(argv[++i]));
+    } else if (arg == "--metrics") {
+      metrics = true;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
-                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--diagnostics SECONDS]]\n"
+                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--diagnostics SECONDS] [--metrics]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -353,7 +357,8 @@ int main(int argc, char** argv) {
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"
                    "                     server; loopback origins always may (repeatable)\n"
-                   "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n";
+                   "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n"
+                   "  --metrics          HTTP: serve Prometheus metrics at /metrics (no authentication; Host/Origin checked)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -369,7 +374,13 @@ int main(int argc, char** argv) {
       "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
       "book_table (asks the user a form), roots (asks the client's roots), reconnect (stream resumption), fail, "
       "client_info.";
-  droid::server server(std::move(info));
+  // --metrics: every request counted and timed, served at /metrics on the same listener
+  // (docs/observability.md).
+  droid::server_options options;
+  std::shared_ptr<droid::metrics> observed;
+  if (metrics) options.observer = observed = std::make_shared<droid::metrics>();
+  droid::server server(std::move(info), options);
+  if (observed) http.routes.push_back(droid::http::metrics_route(observed, server));
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/adapters/primary/transport/http/metrics_route.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/metrics.hpp>

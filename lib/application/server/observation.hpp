@@ -39,9 +39,9 @@ class observation {
     try {
       to_.request_started(e);
     } catch (const std::exception& x) {
-      srv_.log(std::string("request observer failed: ") + x.what());
+      failed(x.what());
     } catch (...) {
-      srv_.log("request observer failed with a non-standard exception");
+      failed("a non-standard exception");
     }
   }
   observation(const observation&) = delete;
@@ -60,9 +60,9 @@ class observation {
     try {
       to_.request_ended(e);
     } catch (const std::exception& x) {
-      srv_.log(std::string("request observer failed: ") + x.what());
+      failed(x.what());
     } catch (...) {
-      srv_.log("request observer failed with a non-standard exception");
+      failed("a non-standard exception");
     }
   }
   [[nodiscard]] bool ended() const noexcept { return ended_; }
@@ -82,6 +82,9 @@ class observation {
   }
 
  private:
+  void failed(std::string_view what) const {
+    srv_.diagnose(diagnostic_level::error, "request observer failed", {{"method", method_}, {"error", what}});
+  }
   [[nodiscard]] request_event event() const noexcept {
     request_event e;
     e.method = method_;

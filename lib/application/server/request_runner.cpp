@@ -179,7 +179,7 @@ void runner_call::notify(std::string_view method, std::string params_json) {
   stream->send(std::move(buf));
 }
 
-void runner_call::log(std::string_view line) { state.srv.log(line); }
+void runner_call::log(std::string_view line) { state.srv.diagnose(diagnostic_level::warning, line); }
 
 std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
                                                       std::string& key) {
@@ -362,7 +362,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the runner goes on.
-    srv.log("handler for " + std::string(method) + " failed: " + e.what());
+    srv.diagnose(diagnostic_level::error, "handler failed", {{"method", method}, {"error", e.what()}});
     retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
     return;
   }
@@ -405,9 +405,9 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
             try {
               std::rethrow_exception(failure);
             } catch (const std::exception& e) {
-              st.srv.log(std::string("handler failed: ") + e.what());
+              st.srv.diagnose(diagnostic_level::error, "handler failed", {{"error", e.what()}});
             } catch (...) {
-              st.srv.log("handler failed with a non-standard exception");
+              st.srv.diagnose(diagnostic_level::error, "handler failed with a non-standard exception");
             }
             c.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::internal_error),
                           st.send_reply(to.get(), c.id,

@@ -284,9 +284,9 @@ void request_runner::impl::finish_task(runner_call& c, std::exception_ptr failur
       try {
         std::rethrow_exception(failure);
       } catch (const std::exception& e) {
-        srv.log(std::string("task handler failed: ") + e.what());
+        srv.diagnose(diagnostic_level::error, "task handler failed", {{"error", e.what()}});
       } catch (...) {
-        srv.log("task handler failed with a non-standard exception");
+        srv.diagnose(diagnostic_level::error, "task handler failed with a non-standard exception");
       }
       (void)store.finish(t.id, task_status::failed, {}, error_object(-32603, "Internal error", {}));
     } else if (r.is_error()) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -23,6 +24,7 @@
 
 #include <doctest/doctest.h>
 
+#include <droid/application/server/diagnostic.hpp>
 #include <droid/application/server/metrics.hpp>
 #include <droid/application/server/observer.hpp>
 #include <droid/application/server/server.hpp>
@@ -255,6 +257,51 @@ TEST_SUITE("observer") {
     REQUIRE_FALSE(logged.empty());
     CHECK(logged.back().find("observer broke") != std::string::npos);
     d.stop();
+  }
+}
+
+TEST_SUITE("diagnostics") {
+  TEST_CASE("a diagnostics sink gets the level and the fields; a string sink one line") {
+    struct thrower final : droid::request_observer {
+      void request_ended(const droid::request_event&) override { throw std::runtime_error("it \"broke\""); }
+    };
+    struct record {
+      droid::diagnostic_level level;
+      std::string message, method, error;
+    };
+    std::vector<record> records;
+    droid::server_options so = observed(std::make_shared<thrower>());
+    so.diagnostics = [&records](const droid::diagnostic& d) {
+      records.push_back(record{d.level, std::string(d.message), std::string(d.field("method")),
+                               std::string(d.field("error"))});
+    };
+    droid::server srv(droid::server_info{"diagnostics-test", "1"}, so);
+    register_tools(srv);
+    droid::test::session_driver d;
+    d.start(srv);
+    d.feed(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{}}})");
+    d.stop();
+    REQUIRE(records.size() == 2);  // initialize's end, the call's end
+    CHECK(records[1].level == droid::diagnostic_level::error);
+    CHECK(records[1].message == "request observer failed");
+    CHECK(records[1].method == "tools/call");
+    CHECK(records[1].error == "it \"broke\"");
+
+    const droid::diagnostic_field fields[] = {{"method", "tools/call"}, {"error", "it \"broke\""}, {"empty", ""}};
+    CHECK(droid::to_line(droid::diagnostic{droid::diagnostic_level::warning, "handler failed", fields}) ==
+          R"(warning: handler failed method=tools/call error="it \"broke\"" empty="")");
+  }
+
+  TEST_CASE("a string-only log gets an unfielded diagnostic as its bare message, the rest as lines") {
+    std::vector<std::string> lines;
+    droid::server_options so;
+    so.log = [&lines](std::string_view l) { lines.emplace_back(l); };
+    droid::server srv(droid::server_info{"diagnostics-test", "1"}, so);
+    srv.log("plain words");
+    srv.diagnose(droid::diagnostic_level::info, "reloaded", {{"transport", "http"}});
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == "plain words");
+    CHECK(lines[1] == "info: reloaded transport=http");
   }
 }
 
