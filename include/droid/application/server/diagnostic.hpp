@@ -32,8 +32,8 @@ enum class diagnostic_level : std::uint8_t { debug, info, warning, error };
 
 /// One key and its value (`method` = `tools/call`).
 struct diagnostic_field {
-  std::string_view key;
-  std::string_view value;
+  std::string_view key;    ///< the field's name (`method`)
+  std::string_view value;  ///< its value (`tools/call`)
 };
 
 /// One diagnostic. Every view is valid only during the call it is passed to.

@@ -43,9 +43,9 @@ class metrics final : public request_observer {
   /// A value the caller knows at render time (open sessions, connections, ...), rendered
   /// as a Prometheus gauge. `name` must match `[a-zA-Z_:][a-zA-Z0-9_:]*`.
   struct gauge {
-    std::string_view name;
-    std::string_view help;
-    double value = 0;
+    std::string_view name;  ///< the metric's name (`droid_http_sessions`)
+    std::string_view help;  ///< its `# HELP` text
+    double value = 0;       ///< its value now
   };
 
   /// Upper bounds of the duration histogram's buckets, in seconds: 100 µs to 10 s, about
@@ -63,11 +63,14 @@ class metrics final : public request_observer {
       "tasks/get",          "tasks/result",   "tasks/list",
       "tasks/cancel",       "tasks/update",   "other"};
 
+  /// Empty tables: every count zero.
   metrics() = default;
   metrics(const metrics&) = delete;
   metrics& operator=(const metrics&) = delete;
 
+  /// Counts the request in flight.
   void request_started(const request_event& event) override;
+  /// Counts the request by method and outcome, its duration and its bytes.
   void request_ended(const request_event& event) override;
 
   /// The exposition: every family that has recorded something, then `gauges` in order.
