@@ -401,7 +401,10 @@ void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t fr
     auto it = kept.find(frame_key(frame));
     if (!closed && it != kept.end() && it->second.round == round && !it->second.cancelled &&
         !in_flight.contains(key)) {
-      resume(self, kept.extract(it), std::move(key), id, detail::progress_token_of(params), std::move(stream),
+      table::node_type node = kept.extract(it);
+      // The retry is a request of its own to the observer, here as on the shard it reached.
+      node.mapped().observed = detail::observe(srv, method, params, peer, 0);
+      resume(self, std::move(node), std::move(key), id, detail::progress_token_of(params), std::move(stream),
              finish_stream, std::move(peer), *memory);
       return;
     }

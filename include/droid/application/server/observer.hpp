@@ -64,8 +64,8 @@ struct request_event {
   std::string_view protocol_version{};
   /// True for a 2026-07-28 request (no session).
   bool modern = false;
-  /// Size of the request message as received, in bytes (0 when the transport handed the
-  /// engine parsed parameters only).
+  /// Size of the request message as received, in bytes (0 when unknown: a 2026-07-28
+  /// retry handed to the shard that keeps its frame).
   std::size_t bytes_in = 0;
 
   // ---- set in `request_ended` only --------------------------------------------------

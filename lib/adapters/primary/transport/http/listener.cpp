@@ -81,7 +81,8 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   const bool legacy_sse = opts.legacy_sse && path == opts.legacy_sse_path;
   const bool legacy_messages = opts.legacy_sse && path == opts.legacy_messages_path;
   // The application's own GET paths, outside any authentication (routes.cpp).
-  if (const route* r = detail::find_route(opts.routes, path)) co_return co_await detail::serve_route(c, req, opts, *r, srv, *owner);
+  if (const route* r = detail::find_route(opts.routes, path))
+    co_return co_await detail::serve_route(c, req, opts, *r, srv, *owner);
   if (path != opts.path && !legacy_sse && !legacy_messages) co_return co_await c.reply(404, "text/plain", "not found\n");
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
