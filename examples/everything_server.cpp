@@ -11,12 +11,13 @@
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
 ///                                      [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL]
-///                                      [--diagnostics SECONDS]
+///                                      [--diagnostics SECONDS] [--metrics]
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -321,6 +322,7 @@ int main(int argc, char** argv) {
   droid::http::options http;
   std::chrono::seconds diagnostics{0};
   auth_flags auth;
+  bool metrics = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -351,10 +353,12 @@ int main(int argc, char** argv) {
       auth.jwks_ca = argv[++i];
     } else if (arg == "--diagnostics" && i + 1 < argc) {
       diagnostics = std::chrono::seconds(std::stoul(argv[++i]));
+    } else if (arg == "--metrics") {
+      metrics = true;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
-                   "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS]]\n"
+                   "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -370,7 +374,8 @@ int main(int argc, char** argv) {
                    "  --auth-jwks F|URL  the issuer's key set (JSON Web Key Set), a file or an https:// URL\n"
                    "  --auth-jwks-ca F   extra CA certificates (PEM) for an https:// key set\n"
                    "                     with these, tools whoami and admin_reset (scope admin) are added\n"
-                   "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n";
+                   "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n"
+                   "  --metrics          HTTP: serve Prometheus metrics at /metrics (no authentication; Host/Origin checked)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -386,7 +391,13 @@ int main(int argc, char** argv) {
       "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
       "book_table (asks the user a form), roots (asks the client's roots), reconnect (stream resumption), fail, "
       "client_info.";
-  droid::server server(std::move(info));
+  // --metrics: every request counted and timed, served at /metrics on the same listener
+  // (docs/observability.md).
+  droid::server_options options;
+  std::shared_ptr<droid::metrics> observed;
+  if (metrics) options.observer = observed = std::make_shared<droid::metrics>();
+  droid::server server(std::move(info), options);
+  if (observed) http.routes.push_back(droid::http::metrics_route(observed, server));
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
 

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/adapters/primary/transport/http/metrics_route.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>
 #include <droid/adapters/secondary/auth/jwt.hpp>
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
+#include <droid/application/server/metrics.hpp>
+#include <droid/application/server/observer.hpp>
 #include <droid/application/server/principal.hpp>
 #include <droid/application/server/request_origin.hpp>
 #include <droid/application/server/server.hpp>

@@ -33,6 +33,7 @@
 
 #include "dispatcher.hpp"
 #include "runner_records.hpp"
+#include "trace_meta.hpp"
 
 namespace droid {
 namespace {
@@ -54,11 +55,12 @@ void start(const asio::any_io_executor& executor, task<detail::reply> work, Hand
 
 }  // namespace
 
-void request_runner::impl::send_reply(outbound* to, const ir::request_id& id, detail::reply&& r,
-                                      const peer_info& peer) const {
+std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id& id, detail::reply&& r,
+                                             const peer_info& peer) const {
   if (r.framed) {
+    const std::size_t n = r.result.size();
     send(to, std::move(r.result));
-    return;
+    return n;
   }
   std::string buf;
   if (r.is_error()) {
@@ -66,14 +68,18 @@ void request_runner::impl::send_reply(outbound* to, const ir::request_id& id, de
   } else {
     frame_result(buf, id, r.result, peer);
   }
+  const std::size_t n = buf.size();
   send(to, std::move(buf));
+  return n;
 }
 
-void request_runner::impl::send_error_to(outbound* to, const ir::request_id& id, ir::errc code,
-                                         std::string_view text) const {
+std::size_t request_runner::impl::send_error_to(outbound* to, const ir::request_id& id, ir::errc code,
+                                                std::string_view text) const {
   std::string buf;
   ir::append_error(buf, id, static_cast<std::int64_t>(code), text);
+  const std::size_t n = buf.size();
   send(to, std::move(buf));
+  return n;
 }
 
 /// `{"jsonrpc":"2.0","id":...,"result":...}`, where a 2026 result gains the members
@@ -115,7 +121,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
   const ir::raw_json params = msg.params();
   if (!params.present() || params.kind == ir::json_kind::null) {
     admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
-          std::move(own_peer), std::nullopt, std::move(origin));
+          std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin));
     return;
   }
   std::string_view detail;
@@ -125,7 +131,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
       [&](const ir::json_node& node) {
         ran = true;
         admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-              std::move(own_peer), std::nullopt, std::move(origin));
+              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin));
       },
       &detail);
   if (ec && !ran) {
@@ -134,7 +140,10 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
     std::string buf;
     ir::append_error(buf, msg.id(), static_cast<std::int64_t>(ir::errc::invalid_params),
                      "Invalid params: " + std::string(detail));
+    const std::size_t n = buf.size();
     send(stream.get(), std::move(buf));
+    if (auto seen = detail::observe(srv, msg.method(), nullptr, own_peer ? *own_peer : *peer, msg.text().size()))
+      seen->end(request_outcome::error, static_cast<std::int64_t>(ir::errc::invalid_params), n);
   }
 }
 
@@ -170,7 +179,7 @@ void runner_call::notify(std::string_view method, std::string params_json) {
   stream->send(std::move(buf));
 }
 
-void runner_call::log(std::string_view line) { state.srv.log(line); }
+void runner_call::log(std::string_view line) { state.srv.diagnose(diagnostic_level::warning, line); }
 
 std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
                                                       std::string& key) {
@@ -204,7 +213,8 @@ void runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_vi
   }
   state.waiters.emplace(exchange_id, &waiter);
   std::string buf;
-  ir::append_request(buf, ir::request_id(exchange_id), method, params_json);
+  const std::optional<std::string> traced = detail::traced_params(params_json, context);
+  ir::append_request(buf, ir::request_id(exchange_id), method, traced ? std::string_view(*traced) : params_json);
   // Last: the caller touches nothing after this, so a transport may even answer at once.
   stream->send(std::move(buf));
 }
@@ -247,19 +257,26 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
-                                 std::shared_ptr<const request_origin> origin) {
+                                 std::size_t bytes_in, std::shared_ptr<const request_origin> origin) {
   outbound* to = stream.get();
   stream_finisher done{finish_stream ? to : nullptr};
   // The stream is kept here until the request is over, whatever the path below.
   std::shared_ptr<outbound> holding = stream;
   if (closed) return;
+  // A request that ends before it has a record (refused) is observed in one moment.
+  const auto observe_refusal = [&](ir::errc code, std::size_t bytes_out) {
+    if (auto seen = detail::observe(srv, method, params, own_peer ? *own_peer : *peer, bytes_in))
+      seen->end(request_outcome::error, static_cast<std::int64_t>(code), bytes_out);
+  };
   const auto refuse_duplicate = [&] {
     // id null: answering with the id would make two responses carry it, and the peer
     // could not tell which request each one ends.
     std::string buf;
     ir::append_error(buf, std::nullopt, static_cast<std::int64_t>(ir::errc::invalid_request),
                      "Invalid Request: request id " + id.to_json() + " is already in flight");
+    const std::size_t n = buf.size();
     send(to, std::move(buf));
+    observe_refusal(ir::errc::invalid_request, n);
   };
   // A 2026 request that may answer `input_required` has its retry's input read and its
   // state checked before anything is admitted; a retry whose frame is kept resumes it.
@@ -268,7 +285,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     plan.emplace(plan_retry(self, method, params, *own_peer));
   if (plan) {
     if (plan->refusal) {
-      send_error_to(to, id, ir::errc::invalid_params, *plan->refusal);
+      observe_refusal(ir::errc::invalid_params, send_error_to(to, id, ir::errc::invalid_params, *plan->refusal));
       return;
     }
     if (!plan->resume.empty()) {
@@ -278,6 +295,8 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
         return;
       }
       done.to = nullptr;  // the resumed request finishes its stream
+      // The retry is a request of its own to the observer; the frame's record carries it.
+      plan->resume.mapped().observed = detail::observe(srv, method, params, *own_peer, bytes_in);
       resume(self, std::move(plan->resume), std::move(key), id, detail::progress_token_of(params), std::move(stream),
              finish_stream, std::move(*own_peer), *plan->memory);
       return;
@@ -319,14 +338,19 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     record.peer = peer;
     record.origin_of_request = std::move(origin);
   }
+  record.observed = detail::observe(srv, method, params, *record.peer, bytes_in);
   // A request answered at once leaves the table before its answer goes out, as one
   // answered later does; its peer is taken out of the record first (`id` is the
   // caller's and stays valid).
   auto retire_and_reply = [&](detail::reply r) {
     std::optional<peer_info> held = std::move(record.own_peer);
+    std::unique_ptr<detail::observation> seen = std::move(record.observed);
     const peer_info& who = held ? *held : *record.peer;
     in_flight.erase(node_key);
-    send_reply(to, id, std::move(r), who);
+    const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
+    const std::int64_t code = r.code;
+    const std::size_t n = send_reply(to, id, std::move(r), who);
+    if (seen) seen->end(outcome, code, n);
   };
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
@@ -339,7 +363,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the runner goes on.
-    srv.log("handler for " + std::string(method) + " failed: " + e.what());
+    srv.diagnose(diagnostic_level::error, "handler failed", {{"method", method}, {"error", e.what()}});
     retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
     return;
   }
@@ -372,21 +396,28 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
           }
           const std::shared_ptr<outbound> to = std::move(c.stream);
           stream_finisher finished{c.finish_stream ? to.get() : nullptr};
-          if (c.cancelled) return;
+          if (c.cancelled) {
+            c.observe_end(request_outcome::cancelled);
+            return;
+          }
           if (failure) {
             // The dispatcher turns tool exceptions into results, so this is a handler of
             // ours failing: a generic answer for the peer, the detail for the log.
             try {
               std::rethrow_exception(failure);
             } catch (const std::exception& e) {
-              st.srv.log(std::string("handler failed: ") + e.what());
+              st.srv.diagnose(diagnostic_level::error, "handler failed", {{"error", e.what()}});
             } catch (...) {
-              st.srv.log("handler failed with a non-standard exception");
+              st.srv.diagnose(diagnostic_level::error, "handler failed with a non-standard exception");
             }
-            st.send_reply(to.get(), c.id, detail::reply::error(ir::errc::internal_error, "Internal error"), *c.peer);
+            c.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::internal_error),
+                          st.send_reply(to.get(), c.id,
+                                        detail::reply::error(ir::errc::internal_error, "Internal error"), *c.peer));
             return;
           }
-          st.send_reply(to.get(), c.id, std::move(r), *c.peer);
+          const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
+          const std::int64_t code = r.code;
+          c.observe_end(outcome, code, st.send_reply(to.get(), c.id, std::move(r), *c.peer));
         });
 }
 
@@ -414,22 +445,27 @@ void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<
 
 void request_runner::serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                                   const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-                                  peer_info&& peer) {
-  impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer));
+                                  peer_info&& peer, std::size_t bytes_in) {
+  impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
+               std::nullopt, bytes_in);
 }
 
-void request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,
-                                std::string_view text, std::string_view data_json) const {
+std::size_t request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,
+                                       std::string_view text, std::string_view data_json) const {
   std::string buf;
   ir::append_error(buf, id, static_cast<std::int64_t>(code), text, data_json);
+  const std::size_t n = buf.size();
   impl_->send(to, std::move(buf));
+  return n;
 }
 
-void request_runner::send_result(outbound* to, const ir::request_id& id, std::string_view result_json,
-                                 const peer_info& peer) const {
+std::size_t request_runner::send_result(outbound* to, const ir::request_id& id, std::string_view result_json,
+                                        const peer_info& peer) const {
   std::string buf;
   impl_->frame_result(buf, id, result_json, peer);
+  const std::size_t n = buf.size();
   impl_->send(to, std::move(buf));
+  return n;
 }
 
 void request_runner::cancel(const ir::request_id& key) {

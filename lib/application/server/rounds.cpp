@@ -40,6 +40,7 @@
 
 #include "multi_round.hpp"
 #include "runner_records.hpp"
+#include "trace_meta.hpp"
 
 namespace droid {
 namespace {
@@ -306,8 +307,10 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     if (!given) continue;
     if (q.method == "elicitation/create") {
       if (auto why = detail::check_elicitation_answer(q.params, *given)) {
-        send_error_to(rec.stream.get(), rec.id, ir::errc::invalid_params,
-                      "Invalid params: inputResponses." + q.key + " does not answer the question: " + *why);
+        const std::size_t n =
+            send_error_to(rec.stream.get(), rec.id, ir::errc::invalid_params,
+                          "Invalid params: inputResponses." + q.key + " does not answer the question: " + *why);
+        rec.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::invalid_params), n);
         if (rec.finish_stream && rec.stream) rec.stream->finish();
         rec.stream.reset();
         keep(in_flight.extract(inserted.position));
@@ -398,7 +401,10 @@ void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t fr
     auto it = kept.find(frame_key(frame));
     if (!closed && it != kept.end() && it->second.round == round && !it->second.cancelled &&
         !in_flight.contains(key)) {
-      resume(self, kept.extract(it), std::move(key), id, detail::progress_token_of(params), std::move(stream),
+      table::node_type node = kept.extract(it);
+      // The retry is a request of its own to the observer, here as on the shard it reached.
+      node.mapped().observed = detail::observe(srv, method, params, peer, 0);
+      resume(self, std::move(node), std::move(key), id, detail::progress_token_of(params), std::move(stream),
              finish_stream, std::move(peer), *memory);
       return;
     }
@@ -433,7 +439,7 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
   const server_options::multi_round_options& o = rounds.options();
   // Ends the request with an error instead of a round, and lets its frame go.
   const auto fail = [&](ir::errc code, std::string text) {
-    send_error_to(c.stream.get(), c.id, code, text);
+    c.observe_end(request_outcome::error, static_cast<std::int64_t>(code), send_error_to(c.stream.get(), c.id, code, text));
     if (c.finish_stream && c.stream) c.stream->finish();
     c.stream.reset();
     c.cancelled = true;
@@ -490,7 +496,8 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
     buf += R"(:{"method":)";
     ir::append_json_string(buf, q.method);
     buf += R"(,"params":)";
-    buf += q.params;
+    const std::optional<std::string> traced = detail::traced_params(q.params, c.context);
+    buf += traced ? std::string_view(*traced) : q.params;
     buf += '}';
   }
   buf += R"(},"requestState":)";
@@ -499,7 +506,9 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
   constexpr std::string_view complete = R"("resultType":"complete")";
   buf += srv.modern_result_members().substr(complete.size());
   buf += "}}";
+  const std::size_t sent = buf.size();
   send(c.stream.get(), std::move(buf));
+  c.observe_end(request_outcome::input_required, 0, sent);
   if (c.finish_stream && c.stream) c.stream->finish();
   c.stream.reset();
 

@@ -37,6 +37,7 @@
 
 #include "dispatcher.hpp"
 #include "multi_round.hpp"
+#include "observation.hpp"
 
 namespace droid {
 namespace detail {
@@ -224,6 +225,17 @@ struct runner_call final : detail::request_channel {
   /// Set once it is one: the record then lives in the runner's task table, under the
   /// task's id, until the tool ends.
   std::unique_ptr<detail::running_task> task;
+
+  /// What the server's `request_observer` is told at this request's end (null: no
+  /// observer, or its end was reported already).
+  std::unique_ptr<detail::observation> observed;
+  /// Reports this request's end to the observer, if one watches it.
+  void observe_end(request_outcome outcome, std::int64_t code = 0, std::size_t bytes_out = 0) {
+    if (observed) {
+      observed->end(outcome, code, bytes_out);
+      observed.reset();
+    }
+  }
 };
 
 struct request_runner::impl {
@@ -234,9 +246,11 @@ struct request_runner::impl {
   void send(outbound* to, std::string text) const {
     if (!closed && to) to->send(std::move(text));
   }
-  void send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const;
+  /// Returns the bytes sent (what the observer is told).
+  std::size_t send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const;
   void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const;
-  void send_error_to(outbound* to, const ir::request_id& id, ir::errc code, std::string_view text) const;
+  /// Returns the bytes sent.
+  std::size_t send_error_to(outbound* to, const ir::request_id& id, ir::errc code, std::string_view text) const;
 
   /// What admission learnt about a 2026 retry before dispatching it.
   struct retry_plan {
@@ -263,7 +277,8 @@ struct request_runner::impl {
   void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
              const peer_info* peer, std::optional<peer_info> own_peer,
-             std::optional<retry_plan> preplanned = std::nullopt, std::shared_ptr<const request_origin> origin = {});
+             std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
+             std::shared_ptr<const request_origin> origin = {});
   bool resolve(std::int64_t id, exchange_result outcome);
   /// Withdraws question `id`, whichever era asked it (posted by `cancel_exchange`).
   void cancel_asked(std::int64_t id);

@@ -36,6 +36,7 @@
 
 #include "runner_records.hpp"
 #include "tasks.hpp"
+#include "trace_meta.hpp"
 
 namespace droid {
 namespace {
@@ -131,7 +132,9 @@ bool runner_call::become_task(std::string& refusal) {
   // What this session can carry later, asked of the stream that started the task: a
   // 2025 task's questions travel on a `tasks/result` stream of the same session.
   std::string question_refusal = stream && !modern ? stream->exchange_refusal() : std::string();
+  const std::size_t sent = buf.size();
   state.send(stream.get(), std::move(buf));
+  observe_end(request_outcome::task, 0, sent);
   if (finish_stream && stream) stream->finish();
   stream.reset();
   finish_stream = false;
@@ -200,7 +203,8 @@ void runner_call::ask_in_task(detail::exchange_waiter& waiter, std::string_view 
     // A real request with an id of ours, which the router resolves when the answer comes.
     key = std::to_string(question);
     state.waiters.emplace(question, &waiter);
-    const std::string params = detail::with_related_task(q.params, t.id);
+    std::string params = detail::with_related_task(q.params, t.id);
+    if (std::optional<std::string> traced = detail::traced_params(params, context)) params = std::move(*traced);
     request += R"(,"params":)";
     request += params;
     ir::append_request(q.message, ir::request_id(question), method, params);
@@ -280,9 +284,9 @@ void request_runner::impl::finish_task(runner_call& c, std::exception_ptr failur
       try {
         std::rethrow_exception(failure);
       } catch (const std::exception& e) {
-        srv.log(std::string("task handler failed: ") + e.what());
+        srv.diagnose(diagnostic_level::error, "task handler failed", {{"error", e.what()}});
       } catch (...) {
-        srv.log("task handler failed with a non-standard exception");
+        srv.diagnose(diagnostic_level::error, "task handler failed with a non-standard exception");
       }
       (void)store.finish(t.id, task_status::failed, {}, error_object(-32603, "Internal error", {}));
     } else if (r.is_error()) {

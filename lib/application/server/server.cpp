@@ -387,17 +387,59 @@ void server::roots_list_changed(const peer_info& peer) const {
     try {
       h(peer);
     } catch (const std::exception& e) {
-      log(std::string("roots handler failed: ") + e.what());
+      diagnose(diagnostic_level::error, "roots handler failed", {{"error", e.what()}});
     }
   }
 }
 
-void server::log(std::string_view line) const {
-  if (options_.log) {
-    options_.log(line);
-  } else {
-    std::clog << "droid: " << line << '\n';
+void server::diagnose(const diagnostic& d) const {
+  if (options_.diagnostics) {
+    options_.diagnostics(d);
+    return;
   }
+  if (options_.log) {
+    if (d.fields.empty()) {
+      options_.log(d.message);  // exactly the line a string-only sink always got
+    } else {
+      options_.log(to_line(d));
+    }
+    return;
+  }
+  // One write per line: lines of several shards must not interleave.
+  std::string line = "droid: ";
+  line += to_line(d);
+  line += '\n';
+  std::clog << line << std::flush;
+}
+
+std::string to_line(const diagnostic& d) {
+  std::string out;
+  out += to_string(d.level);
+  out += ": ";
+  out += d.message;
+  for (const diagnostic_field& f : d.fields) {
+    out += ' ';
+    out += f.key;
+    out += '=';
+    const bool quote = f.value.empty() || f.value.find_first_of(" \"=\t\n\\") != std::string_view::npos;
+    if (!quote) {
+      out += f.value;
+      continue;
+    }
+    out += '"';
+    for (const char c : f.value) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (c == '\n') {
+        out += "\\n";
+      } else {
+        out += c;
+      }
+    }
+    out += '"';
+  }
+  return out;
 }
 
 }  // namespace droid

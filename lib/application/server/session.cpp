@@ -18,6 +18,8 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
+#include "observation.hpp"
+
 namespace droid {
 
 namespace {
@@ -48,9 +50,10 @@ struct session::impl {
     runner->set_standalone(out);
   }
 
-  void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,
-                  std::string_view data = {}) {
-    if (!closed) runner->send_error(to, id, code, text, data);
+  /// Returns the bytes sent (0 once closed).
+  std::size_t send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,
+                         std::string_view data = {}) {
+    return closed ? 0 : runner->send_error(to, id, code, text, data);
   }
 
   server& srv;
@@ -238,12 +241,21 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     return;
   }
 
+  // What the session answers itself (lifecycle methods, refusals) is reported to the
+  // observer here, in one moment; what the runner serves, by the runner.
+  const auto answered = [&](const peer_info& who, std::int64_t code, std::size_t bytes_out) {
+    if (auto seen = detail::observe(s.srv, msg.method(), nullptr, who, msg.text().size()))
+      seen->end(code ? request_outcome::error : request_outcome::ok, code, bytes_out);
+  };
+  const auto code_of = [](ir::errc c) { return static_cast<std::int64_t>(c); };
+
   // A request reusing the id of one in flight is refused before anything else reads it,
   // with id null as the runner refuses one: any answer carrying the id (a refusal of its
   // _meta, a session method answered at once) would be taken for the first one's.
   if (s.runner->is_in_flight(msg.id())) {
-    s.send_error(to, std::nullopt, ir::errc::invalid_request,
-                 "Invalid Request: request id " + msg.id().to_json() + " is already in flight");
+    answered(s.peer, code_of(ir::errc::invalid_request),
+             s.send_error(to, std::nullopt, ir::errc::invalid_request,
+                          "Invalid Request: request id " + msg.id().to_json() + " is already in flight"));
     return;
   }
 
@@ -258,12 +270,13 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       if (!modern) return;
       peer_info peer;
       if (auto refused = admit_modern(s.srv, msg.method(), params, std::nullopt, peer)) {
-        s.send_error(to, msg.id(), refused->code, refused->message, refused->data);
+        answered(peer, static_cast<std::int64_t>(refused->code),
+                 s.send_error(to, msg.id(), refused->code, refused->message, refused->data));
         return;
       }
       done.to = nullptr;
       s.runner->serve_parsed(msg.id(), msg.method(), msg.id(), params, std::move(stream), own_stream,
-                             std::move(peer));
+                             std::move(peer), msg.text().size());
     };
     const ir::raw_json params = msg.params();
     if (params.kind == ir::json_kind::object || params.kind == ir::json_kind::array) {
@@ -284,19 +297,20 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
 
   if (method == "initialize") {
     if (s.initialized) {
-      s.send_error(to, id, ir::errc::invalid_request, "Invalid Request: the session is already initialized");
+      answered(s.peer, code_of(ir::errc::invalid_request),
+               s.send_error(to, id, ir::errc::invalid_request, "Invalid Request: the session is already initialized"));
       return;
     }
     initialize_answer answer = answer_initialize(s.srv, msg.params());
     if (answer.error) {
-      s.send_error(to, id, ir::errc::invalid_params, *answer.error);
+      answered(s.peer, code_of(ir::errc::invalid_params), s.send_error(to, id, ir::errc::invalid_params, *answer.error));
       return;
     }
     s.peer = std::move(answer.peer);
     s.peer.principal = s.principal;
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
-    s.runner->send_result(to, id, answer.result, s.peer);
+    answered(s.peer, 0, s.closed ? 0 : s.runner->send_result(to, id, answer.result, s.peer));
     return;
   }
 
@@ -304,21 +318,23 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     // Per-session state, like the log level.
     std::optional<std::string> uri = ir::string_member(msg.params(), "uri");
     if (!uri) {
-      s.send_error(to, id, ir::errc::invalid_params, "Invalid params: uri must be a string");
+      answered(s.peer, code_of(ir::errc::invalid_params),
+               s.send_error(to, id, ir::errc::invalid_params, "Invalid params: uri must be a string"));
       return;
     }
     if (method == "resources/subscribe") {
       if (!s.subscriptions.contains(*uri) && s.subscriptions.size() >= s.srv.options().max_subscriptions) {
-        s.send_error(to, id, ir::errc::invalid_params,
-                     "Invalid params: this session holds " + std::to_string(s.subscriptions.size()) +
-                         " subscriptions, the most it may (server_options::max_subscriptions)");
+        answered(s.peer, code_of(ir::errc::invalid_params),
+                 s.send_error(to, id, ir::errc::invalid_params,
+                              "Invalid params: this session holds " + std::to_string(s.subscriptions.size()) +
+                                  " subscriptions, the most it may (server_options::max_subscriptions)"));
         return;
       }
       s.subscriptions.insert(std::move(*uri));
     } else {
       if (auto it = s.subscriptions.find(*uri); it != s.subscriptions.end()) s.subscriptions.erase(it);
     }
-    s.runner->send_result(to, id, "{}", s.peer);
+    answered(s.peer, 0, s.runner->send_result(to, id, "{}", s.peer));
     return;
   }
 
@@ -329,19 +345,23 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     log_level parsed{};
     if (auto name = ir::string_member(msg.params(), "level"); name && parse_log_level(*name, parsed)) level = parsed;
     if (!level) {
-      s.send_error(to, id, ir::errc::invalid_params,
-                   "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
+      answered(s.peer, code_of(ir::errc::invalid_params),
+               s.send_error(to, id, ir::errc::invalid_params,
+                            "Invalid params: level must be one of debug, info, notice, warning, error, critical, "
+                            "alert, emergency"));
       return;
     }
     s.peer.min_log_level = level;
-    s.runner->send_result(to, id, "{}", s.peer);
+    answered(s.peer, 0, s.runner->send_result(to, id, "{}", s.peer));
     return;
   }
 
   // Before the handshake only ping is served: the spec says so, and a server that
   // answered tools/list here would be promising capabilities it has not negotiated.
   if (!s.initialized && method != "ping") {
-    s.send_error(to, id, ir::errc::invalid_request, "Invalid Request: the session is not initialized; send initialize first");
+    answered(s.peer, code_of(ir::errc::invalid_request),
+             s.send_error(to, id, ir::errc::invalid_request,
+                          "Invalid Request: the session is not initialized; send initialize first"));
     return;
   }
 

@@ -5,12 +5,16 @@
 
 #include <asio/steady_timer.hpp>
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
+
+#include "trace_meta.hpp"
 
 namespace droid {
 
@@ -294,6 +298,25 @@ task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration du
   // condition so they need not know which Asio operation was interrupted.
   if (ec || stop_.stop_requested()) co_return make_error_code(errc::cancelled);
   co_return std::error_code{};
+}
+
+std::optional<std::string> detail::traced_params(std::string_view params, const trace_context& trace) {
+  if (trace.empty()) return std::nullopt;
+  std::error_code ec;
+  boost::json::value v = boost::json::parse(params, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  boost::json::object& o = v.as_object();
+  boost::json::value& meta = o["_meta"];
+  if (meta.is_null()) meta.emplace_object();
+  if (!meta.is_object()) return std::nullopt;  // the tool's own `_meta`, whatever it is, stays
+  boost::json::object& m = meta.as_object();
+  const auto carry = [&m](std::string_view key, const std::string& value) {
+    if (!value.empty() && !m.contains(key)) m[key] = value;
+  };
+  carry("traceparent", trace.traceparent);
+  carry("tracestate", trace.tracestate);
+  carry("baggage", trace.baggage);
+  return boost::json::serialize(v);
 }
 
 }  // namespace droid

@@ -84,17 +84,20 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// The same for request `id` of `method` whose `params` the caller has parsed already
   /// (null: none), from inside its `ir::visit_json` callback. Why: a 2026 request's params
   /// are read for its `_meta` (and over HTTP its routing headers) before it is served; a
-  /// second parse for the handler would double the cost of reading them.
+  /// second parse for the handler would double the cost of reading them. `bytes_in` is
+  /// the request message's size, for the server's `request_observer`.
   void serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                     const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-                    peer_info&& peer);
+                    peer_info&& peer, std::size_t bytes_in = 0);
 
   /// Writes a JSON-RPC error for request `id` (none: `id: null`) to `to`, unless closed.
-  void send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code, std::string_view text,
-                  std::string_view data_json = {}) const;
+  /// Returns its size in bytes (for the server's `request_observer`).
+  std::size_t send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,
+                         std::string_view text, std::string_view data_json = {}) const;
   /// Writes a result for request `id`, framed for `peer`'s revision (a 2026 result gains
-  /// `resultType` and the server's identity), unless closed.
-  void send_result(outbound* to, const ir::request_id& id, std::string_view result_json, const peer_info& peer) const;
+  /// `resultType` and the server's identity), unless closed. Returns its size in bytes.
+  std::size_t send_result(outbound* to, const ir::request_id& id, std::string_view result_json,
+                          const peer_info& peer) const;
 
   /// Cancels the request `key` as `notifications/cancelled` would: its tool's stop token
   /// is requested and nothing more is sent for it. Unknown keys are ignored.

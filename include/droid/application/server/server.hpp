@@ -19,9 +19,11 @@
 #include <array>
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -34,6 +36,8 @@
 #include <boost/json/object.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include <droid/application/server/diagnostic.hpp>
+#include <droid/application/server/observer.hpp>
 #include <droid/application/server/peer_info.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
@@ -68,13 +72,19 @@ struct server_options {
   /// Entries per page of `tools/list` (and every later list). Why paginate at all: a
   /// server with thousands of tools would otherwise send one multi-megabyte answer.
   std::size_t page_size = 100;
-  /// Where the server writes diagnostics (handler exceptions, dropped messages). Never
-  /// stdout: on stdio, stdout carries the protocol only. Default: standard error.
+  /// Where the server writes diagnostics (handler exceptions, dropped messages) as one
+  /// readable line each (`to_line`), when `diagnostics` is not set. Never stdout: on
+  /// stdio, stdout carries the protocol only. Default: standard error.
   std::function<void(std::string_view)> log{};
   /// Resources one 2025 session may be subscribed to (`resources/subscribe` past it is
   /// -32602). Why bounded: a client may subscribe to any URI string, and each stays for
   /// the session's life.
   std::size_t max_subscriptions = 1024;
+  /// Told when each request starts and ends (method, outcome, duration, bytes); see
+  /// `request_observer` and `droid::metrics`. Null (the default) costs one pointer test
+  /// per request. Shared because the observer usually outlives the server's set-up code
+  /// (a metrics route reads it), and several servers may report to one.
+  std::shared_ptr<request_observer> observer{};
 
   /// The cache hints 2026-07-28 clients get on each cacheable result (`ttlMs`,
   /// `cacheScope`). Why 0 by default: the framework cannot know how often a server
@@ -136,6 +146,11 @@ struct server_options {
     std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
   };
   task_options tasks{};  ///< see `task_options`
+
+  /// Where the server's diagnostics go as records (a level, a message and fields such as
+  /// `method` and `error`); set, it is used instead of `log`. Affinity: called from any
+  /// shard, possibly several at once. Must not throw.
+  std::function<void(const diagnostic&)> diagnostics{};
 
   /// With an authenticating transport, `tools/list` leaves out the tools whose
   /// `required_scopes` the caller's token lacks. Why off by default: a client that cannot
@@ -594,8 +609,16 @@ class server {
   [[nodiscard]] bool serves_tasks() const;
   /// Tasks whose tool is still running, server-wide.
   [[nodiscard]] std::size_t running_tasks() const;
-  /// Writes a diagnostic line through `options().log`.
-  void log(std::string_view line) const;
+  /// Reports `d` through `options().diagnostics`, else as a line through `options().log`,
+  /// else as a line on standard error.
+  void diagnose(const diagnostic& d) const;
+  /// Reports a diagnostic of `level` saying `message` about `fields`.
+  void diagnose(diagnostic_level level, std::string_view message,
+                std::initializer_list<diagnostic_field> fields = {}) const {
+    diagnose(diagnostic{level, message, std::span<const diagnostic_field>(fields.begin(), fields.size())});
+  }
+  /// Reports `line` as an error with no fields (for code that has only a string).
+  void log(std::string_view line) const { diagnose(diagnostic_level::error, line); }
 
  private:
   template <class R>

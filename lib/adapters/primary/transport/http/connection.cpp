@@ -46,8 +46,11 @@ void connection_core::bind() {
   acceptor_->bind(ep);
   acceptor_->listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_->local_endpoint().port();
-  if (!ep.address().is_loopback())
-    log_("http: listening on a non-loopback address (" + opts_.host + "): the server is reachable from the network");
+  if (!ep.address().is_loopback()) {
+    const diagnostic_field fields[] = {{"transport", "http"}, {"host", opts_.host}};
+    log_(diagnostic{diagnostic_level::warning,
+                    "listening on a non-loopback address: the server is reachable from the network", fields});
+  }
 }
 
 void connection_core::start(std::weak_ptr<void> keep) {
@@ -92,7 +95,8 @@ void connection_core::start_accept() {
           try {
             std::rethrow_exception(failure);
           } catch (const std::exception& e) {
-            log_(std::string("http connection failed: ") + e.what());
+            const diagnostic_field fields[] = {{"transport", "http"}, {"error", e.what()}};
+            log_(diagnostic{diagnostic_level::error, "connection failed", fields});
           }
         }
       });

@@ -38,6 +38,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/server/diagnostic.hpp>
 #include <droid/application/task.hpp>
 
 #include "request_parser.hpp"
@@ -126,7 +127,7 @@ class request_handler {
 /// counters are atomics read anywhere.
 class connection_core {
  public:
-  connection_core(const options& opts, request_handler& handler, std::function<void(std::string_view)> log)
+  connection_core(const options& opts, request_handler& handler, std::function<void(const diagnostic&)> log)
       : opts_(opts), handler_(handler), log_(std::move(log)) {}
 
   /// Binds and listens on `opts.host:opts.port` with shard 0's context. Throws
@@ -172,7 +173,7 @@ class connection_core {
 
   const options& opts_;
   request_handler& handler_;
-  std::function<void(std::string_view)> log_;
+  std::function<void(const diagnostic&)> log_;
   std::weak_ptr<void> keep_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
   std::uint16_t port_ = 0;

@@ -28,6 +28,7 @@
 #include "checks.hpp"
 #include "connection.hpp"
 #include "endpoints.hpp"
+#include "routes.hpp"
 #include "tls.hpp"
 
 namespace droid::http {
@@ -50,7 +51,7 @@ struct listener::impl final : detail::request_handler, std::enable_shared_from_t
         state(srv, opts),
         streamable(state),
         legacy(state),
-        core(opts, *this, [&s](std::string_view line) { s.log(line); }) {}
+        core(opts, *this, [&s](const diagnostic& d) { s.diagnose(d); }) {}
 
   /// Routes a request to its endpoint once the checks every path shares have passed.
   task<bool> handle(detail::connection& c, detail::request& req) override;
@@ -69,6 +70,9 @@ struct listener::impl final : detail::request_handler, std::enable_shared_from_t
   std::optional<asio::steady_timer> reaper;
   /// The listener runs its own threads (run()), rather than the application's contexts.
   bool owns_threads = false;
+  /// The listener this serves, for application routes (`route::handler` reads it). Set
+  /// by its constructors; routes run only while it serves.
+  const listener* owner = nullptr;
 };
 
 task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
@@ -76,6 +80,9 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   const std::string_view path = target.substr(0, target.find('?'));
   const bool legacy_sse = opts.legacy_sse && path == opts.legacy_sse_path;
   const bool legacy_messages = opts.legacy_sse && path == opts.legacy_messages_path;
+  // The application's own GET paths, outside any authentication (routes.cpp).
+  if (const route* r = detail::find_route(opts.routes, path))
+    co_return co_await detail::serve_route(c, req, opts, *r, srv, *owner);
   const bool metadata = state.gate.is_metadata_path(path);
   if (path != opts.path && !legacy_sse && !legacy_messages && !metadata)
     co_return co_await c.reply(404, "text/plain", "not found\n");
@@ -235,6 +242,7 @@ listener::listener(droid::server& srv, options opts)
     raw.push_back(owned_->owned.back().get());
   }
   set_up(*impl_, raw);
+  impl_->owner = this;
   impl_->owns_threads = true;
   for (auto& s : impl_->core.shards) s->guard.emplace(s->io.get_executor());
 }
@@ -242,6 +250,7 @@ listener::listener(droid::server& srv, options opts)
 listener::listener(droid::server& srv, options opts, std::vector<asio::io_context*> io_contexts)
     : owned_(std::make_unique<contexts>()), impl_(std::make_shared<impl>(srv, std::move(opts))) {
   set_up(*impl_, io_contexts);
+  impl_->owner = this;
 }
 
 listener::~listener() {
@@ -289,6 +298,9 @@ void listener::stop(std::function<void()> on_stopped) { impl_->do_stop(std::move
 
 std::size_t listener::sessions() const { return impl_->state.sessions.size(); }
 std::size_t listener::connections() const { return impl_->core.connections(); }
+std::size_t listener::streams() const {
+  return impl_->state.sessions.open_streams() + impl_->state.sessionless_answering.load();
+}
 
 int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -309,9 +321,10 @@ int serve(droid::server& srv, options opts, void (*on_ready)(const listener&)) {
       if (ec) return;
       try {
         l.reload_tls();
-        srv.log("http: TLS certificate reloaded");
+        srv.diagnose(diagnostic_level::info, "TLS certificate reloaded", {{"transport", "http"}});
       } catch (const std::exception& e) {
-        srv.log(std::string("http: TLS reload failed, keeping the old certificate: ") + e.what());
+        srv.diagnose(diagnostic_level::error, "TLS reload failed, keeping the old certificate",
+                     {{"transport", "http"}, {"error", e.what()}});
       }
       await_reload();
     });

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "sessions.hpp"
 
+#include <algorithm>
+
 #include <asio/post.hpp>
 
 #include <droid/application/server/session.hpp>
@@ -81,6 +83,13 @@ std::vector<std::shared_ptr<session_entry>> session_table::take_all() {
 std::size_t session_table::size() const {
   std::lock_guard lock(mutex_);
   return map_.size();
+}
+
+std::size_t session_table::open_streams() const {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& [id, e] : map_) n += static_cast<std::size_t>(std::max(0, e->active.load()));
+  return n;
 }
 
 bool session_table::any_answering() const {

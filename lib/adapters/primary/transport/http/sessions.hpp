@@ -95,6 +95,8 @@ class session_table {
   std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff);
   std::vector<std::shared_ptr<session_entry>> take_all();
   [[nodiscard]] std::size_t size() const;
+  /// Open POST and GET streams over every session (`session_entry::active`), for metrics.
+  [[nodiscard]] std::size_t open_streams() const;
   /// True while any session has a POST stream open (a request being answered).
   [[nodiscard]] bool any_answering() const;
 

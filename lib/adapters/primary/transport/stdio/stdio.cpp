@@ -231,8 +231,8 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
   }
 
   if (writer->overflowed())
-    srv.log("stdio: the client stopped reading stdout (more than " + std::to_string(opts.max_queued_bytes) +
-            " bytes queued); ending the session");
+    srv.diagnose(diagnostic_level::warning, "the client stopped reading stdout; ending the session",
+                 {{"transport", "stdio"}, {"queued_bytes_limit", std::to_string(opts.max_queued_bytes)}});
   asio::steady_timer tick(executor);
   // Input is over. Requests still running get `answer_grace` to finish and be answered
   // (not when the session was stopped, or stdout is not read: nothing can be answered
@@ -251,7 +251,9 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
     tick.expires_after(std::chrono::milliseconds(5));
     (void)co_await tick.async_wait(use_task);
   }
-  if (s->in_flight() > 0) srv.log("stdio: tools still running after the drain timeout were abandoned");
+  if (s->in_flight() > 0)
+    srv.diagnose(diagnostic_level::warning, "tools still running after the drain timeout were abandoned",
+                 {{"transport", "stdio"}});
 
   writer->close_when_flushed();
   if (!writer_finished) (void)co_await writer_done.async_wait(use_task);
@@ -283,7 +285,7 @@ int serve(server& srv, options opts) {
             try {
               std::rethrow_exception(failure);
             } catch (const std::exception& e) {
-              srv.log(std::string("stdio transport failed: ") + e.what());
+              srv.diagnose(diagnostic_level::error, "transport failed", {{"transport", "stdio"}, {"error", e.what()}});
             }
           }
           // Tools that ignored cancellation past the drain timeout must not keep the

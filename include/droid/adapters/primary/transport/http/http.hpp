@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <droid/adapters/secondary/event_store/event_store.hpp>
@@ -58,6 +59,32 @@ enum class streaming {
   /// One `application/json` document: the response only. Tools cannot ask the client
   /// anything and progress is not delivered.
   json,
+};
+
+class listener;
+
+/// What an application route answers: a status, a content type and a body.
+struct route_response {
+  int status = 200;  ///< the HTTP status
+  std::string content_type = "text/plain; charset=utf-8";  ///< `Content-Type`
+  std::string body{};  ///< the whole body (sent with `Content-Length`)
+};
+
+/// A GET path the application serves on the listener beside MCP (`/metrics`, a health
+/// check). Why on the same listener: a scraper then reaches the port the server already
+/// exposes, with its TLS and its connection limits. These paths keep the Host/Origin
+/// checks (a page on another site must not read them through DNS rebinding) but are
+/// outside any authentication of the MCP endpoint: scrapers carry no tokens, so serve
+/// nothing here that a token would have to protect.
+struct route {
+  /// The exact path (`/metrics`); the query string is not part of the match.
+  std::string path{};
+  /// Answers a GET of `path`; `target` is the request target as sent, query included,
+  /// and `served_by` the listener (for its gauges: sessions, connections, streams).
+  /// Affinity: called on the shard of the connection that carries the request, so from
+  /// several threads at once; it must not block (it runs on a shard that serves MCP). An
+  /// exception it throws is answered 500 and logged.
+  std::function<route_response(const listener& served_by, std::string_view target)> handler{};
 };
 
 /// Settings of the HTTP transport. Every limit is on by default; docs/reliability.md
@@ -183,6 +210,10 @@ struct options {
   std::size_t max_queued_bytes = 1u << 20;
   /// The `retry:` (milliseconds) a 2025-11-25 client is told to wait before reconnecting.
   std::chrono::milliseconds retry_interval{1'000};
+
+  /// GET paths the application serves itself, matched before the MCP endpoint (a path
+  /// equal to `path` or a legacy path is never reached). See `route`.
+  std::vector<route> routes{};
 };
 
 /// A bound, ready-to-run HTTP server for one `droid::server`.
@@ -237,6 +268,9 @@ class listener {
   [[nodiscard]] std::size_t sessions() const;
   /// Open connections (for diagnostics and tests).
   [[nodiscard]] std::size_t connections() const;
+  /// Open streams: sessions' POST and GET event streams, and sessionless requests being
+  /// answered (for diagnostics and metrics; a snapshot that may be stale at once).
+  [[nodiscard]] std::size_t streams() const;
 
   /// The implementation; opaque (declared public only so its translation unit's helpers
   /// can name it).
