@@ -7,7 +7,7 @@
 // This module must not import the SDK statically (see loadSdk), and it lives next to the
 // scripts and package.json, so `here` and the SDK it resolves are theirs.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -698,5 +698,25 @@ export async function exchangeUndeclaredSteps({ client, wire }) {
       check(requests.length === 0, `the server sent ${show(requests.map((w) => w.message))}`);
       console.log(`# ${tool}: ${show(textOf(result))}`);
     });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Certificates
+
+/// Makes, with the openssl command line, a CA in `dir` (ca.pem, ca.key) and, for each of
+/// `names`, a P-256 key and a certificate for 127.0.0.1 signed by it (NAME.key,
+/// NAME.pem). Why a CA and not self-signed certificates: the clients under test verify
+/// the server as they would a real deployment's, trusting the CA through
+/// NODE_EXTRA_CA_CERTS. Throws when openssl fails.
+export function makeTestCertificates(dir, names) {
+  const at = (f) => join(dir, f);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', at('ca.key'), '-out', at('ca.pem'), '-subj', '/CN=droid test CA', '-days', '2'], { stdio: 'ignore' });
+  for (const name of names) {
+    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+      '-keyout', at(`${name}.key`), '-out', at(`${name}.csr`), '-subj', `/CN=${name}`], { stdio: 'ignore' });
+    execFileSync('bash', ['-c', `openssl x509 -req -in ${at(`${name}.csr`)} -CA ${at('ca.pem')} -CAkey ${at('ca.key')} `
+      + `-CAcreateserial -out ${at(`${name}.pem`)} -days 2 -extfile <(printf 'subjectAltName=IP:127.0.0.1')`], { stdio: 'ignore' });
   }
 }

@@ -11,15 +11,15 @@
 // check (the configuration names a loopback host, which a loopback listener accepts).
 // Exit 77 (skipped) without the SDK or nginx, unless DROID_REQUIRE_PEERS=1.
 
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, exitWithSummary, HttpServer, loadSdk, missingPrerequisite, show, sleep, startWatchdog, step, textOf }
-  from './harness.mjs';
+import { check, exitWithSummary, HttpServer, loadSdk, makeTestCertificates, missingPrerequisite, show, sleep, startWatchdog, step,
+  textOf } from './harness.mjs';
 
 const serverPath = process.argv[2];
 if (!serverPath || process.argv.length > 3) {
@@ -34,13 +34,7 @@ if (!process.env.DROID_NGINX_DIR) {
   // (Node reads NODE_EXTRA_CA_CERTS only at start-up).
   const dir = mkdtempSync(join(tmpdir(), 'droid-nginx-peer-'));
   try {
-    const at = (f) => join(dir, f);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', at('ca.key'), '-out', at('ca.pem'), '-subj', '/CN=droid test CA', '-days', '2'], { stdio: 'ignore' });
-    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
-    execFileSync('bash', ['-c', `openssl x509 -req -in ${at('server.csr')} -CA ${at('ca.pem')} -CAkey ${at('ca.key')} `
-      + `-CAcreateserial -out ${at('server.pem')} -days 2 -extfile <(printf 'subjectAltName=IP:127.0.0.1')`], { stdio: 'ignore' });
+    makeTestCertificates(dir, ['server']);
   } catch (error) {
     console.log(`not ok - the openssl command line makes a CA and a certificate: ${error.message}`);
     rmSync(dir, { recursive: true, force: true });

@@ -11,13 +11,14 @@
 // connected client carries on), and a clean SIGTERM.
 // Exit 77 (skipped) without the SDK, unless DROID_REQUIRE_PEERS=1.
 
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 
-import { check, exitWithSummary, HttpServer, loadSdk, show, sleep, startWatchdog, step, textOf } from './harness.mjs';
+import { check, exitWithSummary, HttpServer, loadSdk, makeTestCertificates, show, sleep, startWatchdog, step, textOf }
+  from './harness.mjs';
 
 const serverPath = process.argv[2];
 if (!serverPath || process.argv.length > 4) {
@@ -25,23 +26,11 @@ if (!serverPath || process.argv.length > 4) {
   process.exit(1);
 }
 
-/// A key and a certificate named `name`, for 127.0.0.1, signed by the CA in `dir`.
-function issue(dir, name) {
-  const at = (f) => join(dir, f);
-  execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', at(`${name}.key`), '-out', at(`${name}.csr`), '-subj', `/CN=${name}`], { stdio: 'ignore' });
-  execFileSync('bash', ['-c', `openssl x509 -req -in ${at(`${name}.csr`)} -CA ${at('ca.pem')} -CAkey ${at('ca.key')} `
-    + `-CAcreateserial -out ${at(`${name}.pem`)} -days 2 -extfile <(printf 'subjectAltName=IP:127.0.0.1')`], { stdio: 'ignore' });
-}
-
 if (!process.env.DROID_TLS_DIR) {
   // First run: make the CA and the certificates, then run again trusting the CA.
   const dir = mkdtempSync(join(tmpdir(), 'droid-tls-peer-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', join(dir, 'ca.key'), '-out', join(dir, 'ca.pem'), '-subj', '/CN=droid test CA', '-days', '2'], { stdio: 'ignore' });
-    issue(dir, 'server');
-    issue(dir, 'renewed');
+    makeTestCertificates(dir, ['server', 'renewed']);
     copyFileSync(join(dir, 'server.pem'), join(dir, 'live.pem'));
     copyFileSync(join(dir, 'server.key'), join(dir, 'live.key'));
   } catch (error) {

@@ -63,9 +63,6 @@ struct session::impl {
   /// same connection (stdio), each with its own view of the client.
   std::shared_ptr<request_runner> runner;
   peer_info peer;
-  /// Whom the transport authenticated the session's creator as: kept apart from `peer`,
-  /// which `initialize` replaces, and copied into it there.
-  std::string principal;
   bool initialized = false;
   bool closed = false;
   /// Whether `initialize` declared the tools capability: a client that was not told
@@ -81,8 +78,7 @@ session::~session() = default;
 std::shared_ptr<session> session::create(server& srv, asio::any_io_executor executor, std::shared_ptr<outbound> out,
                                          std::string principal) {
   std::shared_ptr<session> s(new session(std::make_unique<impl>(srv, std::move(executor), std::move(out))));
-  s->impl_->principal = std::move(principal);
-  s->impl_->peer.principal = s->impl_->principal;
+  s->impl_->peer.principal = std::move(principal);
   srv.attach(s);
   return s;
 }
@@ -306,8 +302,9 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       answered(s.peer, code_of(ir::errc::invalid_params), s.send_error(to, id, ir::errc::invalid_params, *answer.error));
       return;
     }
+    // The handshake replaces the view of the client, not whom the session belongs to.
+    answer.peer.principal = std::move(s.peer.principal);
     s.peer = std::move(answer.peer);
-    s.peer.principal = s.principal;
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
     answered(s.peer, 0, s.closed ? 0 : s.runner->send_result(to, id, answer.result, s.peer));

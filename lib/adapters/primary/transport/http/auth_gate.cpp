@@ -39,24 +39,6 @@ void append_quoted(std::string& out, std::string_view name, std::string_view val
   out += '"';
 }
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return (x | 0x20) == (y | 0x20);
-         });
-}
-
-/// True when the query string names `name` as a parameter (with or without a value).
-bool has_query_param(std::string_view query, std::string_view name) noexcept {
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    if (part.substr(0, part.find('=')) == name) return true;
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return false;
-}
-
 /// The token cache's key for `token`: its SHA-256. Why a hash: a cache that held tokens
 /// would keep every recent caller's credential in memory for as long as the token lives;
 /// why a cryptographic one: a forged token whose key collided with a cached one would be
@@ -193,8 +175,12 @@ task<bool> auth_gate::refuse(connection& c, int status, std::string_view error, 
   co_return co_await c.reply(status, "application/json", body, false, extra);
 }
 
-std::shared_ptr<const request_origin> auth_gate::origin_of(const connection& c, const request& req,
+std::shared_ptr<const request_origin> auth_gate::origin_of(connection& c, const request& req,
                                                            std::shared_ptr<const principal> who) const {
+  // Without headers to copy, an origin is the same for every request of a connection
+  // and a principal (the token cache hands out one principal per token): made once,
+  // not per request.
+  if (opts_.forwarded_headers.empty() && c.last_origin && c.last_origin->principal == who) return c.last_origin;
   auto o = std::make_shared<request_origin>();
   o->principal = std::move(who);
   o->remote_address = c.remote_address();
@@ -203,6 +189,7 @@ std::shared_ptr<const request_origin> auth_gate::origin_of(const connection& c, 
     for (const header_field& h : req.headers)
       if (h.name == name) o->headers.emplace_back(name, std::string(h.value.substr(0, max_value)));
   }
+  if (opts_.forwarded_headers.empty()) c.last_origin = o;
   return o;
 }
 
@@ -213,8 +200,7 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
   }
   // RFC 6750 §2.3 allows a query parameter; the MCP specification forbids it: a URL ends
   // up in logs and browser history, and a token there is a token leaked.
-  if (const std::size_t q = req.target.find('?');
-      q != std::string_view::npos && has_query_param(req.target.substr(q + 1), "access_token"))
+  if (query_param(req.target, "access_token"))
     co_return co_await refuse(c, 400, "invalid_request",
                               "access tokens are accepted in the Authorization header only, never in the URL");
   if (req.count("authorization") > 1)
@@ -269,7 +255,7 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
   }
   who.principal = verified->key();
   who.origin = origin_of(c, req, std::move(verified));
-  if (!missing_scopes(who, opts_.auth.required_scopes).empty())
+  if (lacks_scopes(who, opts_.auth.required_scopes))
     co_return co_await refuse_scope(c, who, std::nullopt, "this server", opts_.auth.required_scopes);
   co_return std::nullopt;
 }
@@ -288,13 +274,9 @@ task<bool> auth_gate::refuse_busy(connection& c) {
       false, "Retry-After: 1\r\n");
 }
 
-std::vector<std::string> auth_gate::missing_scopes(const caller& who, const std::vector<std::string>& needed) {
-  std::vector<std::string> missing;
+bool auth_gate::lacks_scopes(const caller& who, const std::vector<std::string>& needed) noexcept {
   const principal* p = who.origin ? who.origin->principal.get() : nullptr;
-  if (!p) return missing;
-  for (const std::string& s : needed)
-    if (!p->has_scope(s)) missing.push_back(s);
-  return missing;
+  return p && !p->has_scopes(needed);
 }
 
 task<bool> auth_gate::refuse_scope(connection& c, const caller& who, const std::optional<ir::request_id>& id,

@@ -112,9 +112,9 @@ class auth_gate {
   /// Writes 429 with Retry-After.
   task<bool> refuse_busy(connection& c);
 
-  /// The scopes of `needed` that `who` lacks (none without authentication).
-  [[nodiscard]] static std::vector<std::string> missing_scopes(const caller& who,
-                                                               const std::vector<std::string>& needed);
+  /// True when `who` is authenticated and lacks a scope of `needed` (never without
+  /// authentication: scopes are enforced only where callers are known).
+  [[nodiscard]] static bool lacks_scopes(const caller& who, const std::vector<std::string>& needed) noexcept;
   /// Writes 403 `insufficient_scope` for request `id`. The challenge's scope is what
   /// `who` holds already plus what `what` needs: a client that asks its authorization
   /// server for exactly that keeps the scopes its other calls use.
@@ -127,7 +127,7 @@ class auth_gate {
                                       std::string_view scope) const;
   task<bool> refuse(connection& c, int status, std::string_view error, std::string_view description);
   void set_resource(const std::string& url);
-  [[nodiscard]] std::shared_ptr<const request_origin> origin_of(const connection& c, const request& req,
+  [[nodiscard]] std::shared_ptr<const request_origin> origin_of(connection& c, const request& req,
                                                                 std::shared_ptr<const principal> who) const;
 
   /// Verified tokens of one shard, by the token's SHA-256; cleared whole when full (a

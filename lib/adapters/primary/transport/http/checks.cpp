@@ -14,13 +14,6 @@ namespace {
 
 char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
 bool all_digits(std::string_view s) noexcept {
   if (s.empty() || s.size() > 5) return false;
   for (const char c : s)
@@ -156,6 +149,28 @@ std::string new_session_id() {
   }
   if (bits > 0) id += alphabet[(buffer << (6 - bits)) & 63];
   return id;
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) noexcept {
+  const std::size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  std::optional<std::string_view> found;
+  while (true) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const std::size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) found = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (amp == std::string_view::npos) return found;
+    rest.remove_prefix(amp + 1);
+  }
 }
 
 bool valid_session_id(std::string_view id) noexcept {

@@ -5,6 +5,7 @@
 /// in docs/reliability.md#http-security is a unit test.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,15 @@ namespace droid::http::detail {
 /// passes (non-browser clients send none); `http(s)://` loopback origins with any port
 /// pass; configured ones pass; everything else (including `null`) does not.
 [[nodiscard]] bool origin_allowed(const std::string_view* origin, const std::vector<std::string>& allowed) noexcept;
+
+/// True when `a` and `b` are equal ignoring ASCII letter case (header values, schemes).
+[[nodiscard]] bool iequals(std::string_view a, std::string_view b) noexcept;
+
+/// The value of query parameter `name` in request-target `target` (the last one when it
+/// is given more than once; empty when it has no `=`), or nothing when absent. Not
+/// percent-decoded: the values looked up (session ids, and whether a token is there at
+/// all) are compared as sent.
+[[nodiscard]] std::optional<std::string_view> query_param(std::string_view target, std::string_view name) noexcept;
 
 /// True when `content_type`'s media type (parameters ignored, case-insensitive) is `type`.
 [[nodiscard]] bool media_type_is(std::string_view content_type, std::string_view type) noexcept;

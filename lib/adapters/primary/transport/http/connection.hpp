@@ -39,6 +39,7 @@
 
 #include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/application/server/diagnostic.hpp>
+#include <droid/application/server/request_origin.hpp>
 #include <droid/application/task.hpp>
 
 #include "request_parser.hpp"
@@ -216,6 +217,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// The peer's IP address as text (empty when the socket could not say), for the
   /// per-address request limit and the tool's view of where a request came from.
   [[nodiscard]] const std::string& remote_address() const noexcept { return remote_address_; }
+  /// What the auth gate made of this connection's previous request, reused while it
+  /// still describes the next one (auth_gate.cpp), so that a keep-alive connection costs
+  /// one allocation for it, not one per request.
+  std::shared_ptr<const request_origin> last_origin;
 
   /// Writes all of `data`, which the caller keeps alive until this completes.
   task<bool> write(std::string_view data);

@@ -50,18 +50,7 @@ task<bool> legacy_endpoint::stream(connection& c, request& req, const caller& wh
 }
 
 task<bool> legacy_endpoint::message(connection& c, request& req, const caller& who) {
-  const std::string_view target = req.target;
-  const auto query = target.find('?');
-  std::string_view sid;
-  if (query != std::string_view::npos) {
-    std::string_view q = target.substr(query + 1);
-    while (!q.empty()) {
-      const auto amp = q.find('&');
-      const std::string_view pair = q.substr(0, amp);
-      if (pair.starts_with("sessionId=")) sid = pair.substr(10);
-      q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
-    }
-  }
+  const std::string_view sid = query_param(req.target, "sessionId").value_or(std::string_view());
   if (sid.empty() || !valid_session_id(sid))
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: sessionId is missing or malformed");
   auto entry = st_.sessions.find(sid);

@@ -58,7 +58,7 @@ task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, con
   if (!name) co_return std::nullopt;  // the dispatcher answers the malformed call
   const std::shared_ptr<const droid::detail::tool_entry> tool = st.srv.find_tool(*name);
   if (!tool) co_return std::nullopt;
-  if (auth_gate::missing_scopes(who, tool->info.required_scopes).empty()) co_return std::nullopt;
+  if (!auth_gate::lacks_scopes(who, tool->info.required_scopes)) co_return std::nullopt;
   const std::string what = "tool " + *name;
   co_return co_await st.gate.refuse_scope(c, who, msg.id(), what, tool->info.required_scopes);
 }
@@ -227,7 +227,8 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
   std::optional<std::string> mismatch;
   std::optional<request_refusal> refused;
   std::optional<sessionless_call> call;
-  std::vector<std::string> unscoped;
+  // The tool a caller lacks the scopes of, for the 403 (null: none).
+  std::shared_ptr<const droid::detail::tool_entry> unscoped;
   const auto check = [&](const ir::json_node* params) {
     std::shared_ptr<const droid::detail::tool_entry> tool;
     ir::json_node name;
@@ -236,8 +237,8 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
       tool = st_.srv.find_tool(name.string());
     mismatch = check_routing_headers(req, msg.method(), params, tool.get());
     if (mismatch) return;
-    if (tool && !auth_gate::missing_scopes(who, tool->info.required_scopes).empty()) {
-      unscoped = tool->info.required_scopes;
+    if (tool && auth_gate::lacks_scopes(who, tool->info.required_scopes)) {
+      unscoped = std::move(tool);
       return;
     }
     peer_info peer;
@@ -256,11 +257,11 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
   }
   if (mismatch)
     co_return co_await c.reply(400, "application/json", rpc_error_body(msg.id(), ir::errc::header_mismatch, *mismatch));
-  if (!unscoped.empty()) {
+  if (unscoped) {
     // A named string, not a temporary in the co_await's arguments (see `post`).
     std::string what = "tool ";
-    what += ir::string_member(msg.params(), "name").value_or(std::string());
-    co_return co_await st_.gate.refuse_scope(c, who, msg.id(), what, unscoped);
+    what += unscoped->info.name;
+    co_return co_await st_.gate.refuse_scope(c, who, msg.id(), what, unscoped->info.required_scopes);
   }
   if (refused)
     co_return co_await c.reply(refused->http_status, "application/json",
