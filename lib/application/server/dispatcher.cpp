@@ -11,6 +11,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "listen.hpp"
+#include "server_core.hpp"
 #include "tasks.hpp"
 
 namespace droid::detail {
@@ -179,10 +180,10 @@ bool is_served(const server& srv, method_kind kind, protocol_revision revision) 
     // the 2026-07-28 extension removed those two and added `tasks/update`.
     case method_kind::tasks_get:
     case method_kind::tasks_cancel:
-      return (has(revision, wire_feature::core_tasks) || is_modern(revision)) && srv.serves_tasks();
+      return (has(revision, wire_feature::core_tasks) || is_modern(revision)) && detail::core(srv).serves_tasks();
     case method_kind::tasks_result:
-    case method_kind::tasks_list: return has(revision, wire_feature::core_tasks) && srv.serves_tasks();
-    case method_kind::tasks_update: return is_modern(revision) && srv.serves_tasks();
+    case method_kind::tasks_list: return has(revision, wire_feature::core_tasks) && detail::core(srv).serves_tasks();
+    case method_kind::tasks_update: return is_modern(revision) && detail::core(srv).serves_tasks();
     case method_kind::unknown: return false;
     default: return true;
   }
@@ -314,7 +315,7 @@ reply dispatcher::discover(const request_scope& scope) {
   for (const std::string_view v : modern_versions) versions.emplace_back(v);
   for (const std::string_view v : legacy_versions) versions.emplace_back(v);
   boost::json::object result{{"supportedVersions", std::move(versions)},
-                             {"capabilities", server_.capabilities(scope.peer.revision)}};
+                             {"capabilities", detail::core(server_).capabilities(scope.peer.revision)}};
   if (!info.instructions.empty()) result["instructions"] = info.instructions;
   std::string text = ir::to_json_text(result);
   std::string hint;
@@ -327,7 +328,7 @@ reply dispatcher::list_tools(const ir::json_node* params, const request_scope& s
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  auto page = server_.tools_from(from, next);
+  auto page = detail::core(server_).tools_from(from, next);
   if (server_.options().hide_unauthorized_tools) {
     // A page may come out short (even empty, with a next cursor): clients follow the
     // cursor, and the next page is where it says.
@@ -341,7 +342,7 @@ reply dispatcher::list_resources(const ir::json_node* params, bool templates, co
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  const auto page = server_.resources_from(templates, from, next);
+  const auto page = detail::core(server_).resources_from(templates, from, next);
   const server_options::cache_hints& cache = server_.options().cache;
   return reply::ok(page_json(templates ? "resourceTemplates" : "resources", page, next, scope.peer,
                              templates ? cache.resource_templates : cache.resources));
@@ -351,7 +352,7 @@ std::variant<reply, task<reply>> dispatcher::read_resource(const ir::json_node* 
   const std::optional<std::string> uri = string_of(params, "uri");
   if (!uri) return reply::error(ir::errc::invalid_params, "Invalid params: uri must be a string");
   uri_template::value_map variables;
-  auto entry = server_.find_resource(*uri, variables);
+  auto entry = detail::core(server_).find_resource(*uri, variables);
   if (!entry) {
     // The uri in data, so a client can tell which read failed. The code is -32002 up to
     // 2025-11-25; 2026-07-28 made it -32602 and forbids -32002.
@@ -378,7 +379,7 @@ reply dispatcher::list_prompts(const ir::json_node* params, const request_scope&
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
   return reply::ok(
-      page_json("prompts", server_.prompts_from(from, next), next, scope.peer, server_.options().cache.prompts));
+      page_json("prompts", detail::core(server_).prompts_from(from, next), next, scope.peer, server_.options().cache.prompts));
 }
 
 namespace {
@@ -436,7 +437,7 @@ std::variant<reply, task<reply>> dispatcher::get_prompt(const ir::json_node* par
   }
   if (!name) return reply::error(ir::errc::invalid_params, "Invalid params: name must be a string");
   if (bad_arguments) return reply::error(ir::errc::invalid_params, "Invalid params: prompt arguments must be strings");
-  auto entry = server_.find_prompt(*name);
+  auto entry = detail::core(server_).find_prompt(*name);
   if (!entry) return reply::error(ir::errc::invalid_params, "Unknown prompt: " + *name);
   for (const prompt_argument& a : entry->info.arguments)
     if (a.required && !args.contains(a.name))
@@ -477,9 +478,9 @@ std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* param
     return reply::error(ir::errc::invalid_params,
                         "Invalid params: completion/complete needs ref (ref/prompt with name, or ref/resource with "
                         "uri) and argument.name");
-  if (!server_.has_reference(ref_type, ref))
+  if (!detail::core(server_).has_reference(ref_type, ref))
     return reply::error(ir::errc::invalid_params, "Invalid params: unknown " + ref_type + " " + ref);
-  completer_fn fn = server_.find_completer(ref_type, ref, argument);
+  completer_fn fn = detail::core(server_).find_completer(ref_type, ref, argument);
   // Nothing to suggest is an empty completion, not an error.
   if (!fn) return reply::ok(R"({"completion":{"values":[],"total":0,"hasMore":false}})");
   scope.context.emplace(scope.channel, scope.peer, scope.id, std::nullopt, std::move(scope.stop), scope.executor);
@@ -506,7 +507,7 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
     ir::json_node asked;
     const bool wants = p.find("task", asked) && asked.kind() != ir::json_node::type::null;
     // A server that declares no tasks processes the call normally, ignoring `task` (MUST).
-    if (wants && support == task_support::forbidden && !server_.serves_tasks()) return std::nullopt;
+    if (wants && support == task_support::forbidden && !detail::core(server_).serves_tasks()) return std::nullopt;
     if (wants && support == task_support::forbidden)
       return reply::error(ir::errc::method_not_found,
                           "Method not found: tool " + name + " does not run as a task (execution.taskSupport is forbidden)");
@@ -561,7 +562,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   ir::json_node name;
   if (!p.find("name", name) || name.kind() != ir::json_node::type::string)
     return reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
-  auto tool = server_.find_tool(name.string());
+  auto tool = detail::core(server_).find_tool(name.string());
   // MCP: an unknown tool is a protocol error, not a tool execution error.
   if (!tool) return reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
   if (const principal* who = caller_of(scope.channel); who && !who->has_scopes(tool->info.required_scopes)) {
@@ -591,7 +592,7 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   } catch (...) {
     work = ready_result(tool_result::error("the tool failed with an exception that is not a std::exception"));
   }
-  return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, server_.modern_result_members(),
+  return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, detail::core(server_).modern_result_members(),
                   detach_first ? &scope.channel : nullptr);
 }
 

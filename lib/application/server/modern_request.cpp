@@ -19,6 +19,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "dispatcher.hpp"
+#include "server_core.hpp"
 #include "tasks.hpp"
 
 namespace droid {
@@ -170,7 +171,7 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
     return tasks_refusal(std::string(method));
 
   if (!tool_name.empty()) {
-    if (auto tool = srv.find_tool(tool_name)) {
+    if (auto tool = detail::core(srv).find_tool(tool_name)) {
       if (tool->info.tasks == task_support::required && !peer.has_extension(detail::tasks_extension))
         return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
       boost::json::object missing;

@@ -33,6 +33,7 @@
 
 #include "dispatcher.hpp"
 #include "runner_records.hpp"
+#include "server_core.hpp"
 #include "trace_meta.hpp"
 
 namespace droid {
@@ -88,7 +89,7 @@ std::size_t request_runner::impl::send_error_to(outbound* to, const ir::request_
 /// client's schema rejects.
 void request_runner::impl::frame_result(std::string& buf, const ir::request_id& id, std::string_view result,
                                         const peer_info& peer) const {
-  const std::string_view head = peer.is_modern() ? srv.modern_result_members() : std::string_view();
+  const std::string_view head = peer.is_modern() ? detail::core(srv).modern_result_members() : std::string_view();
   buf.reserve(result.size() + head.size() + 40);
   if (head.empty() || result.size() < 2 || result.front() != '{') {
     ir::append_result(buf, id, result);

@@ -40,6 +40,7 @@
 
 #include "multi_round.hpp"
 #include "runner_records.hpp"
+#include "server_core.hpp"
 #include "trace_meta.hpp"
 
 namespace droid {
@@ -504,7 +505,7 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
   ir::append_json_string(buf, token);
   // The members every 2026 result carries, after the resultType they begin with.
   constexpr std::string_view complete = R"("resultType":"complete")";
-  buf += srv.modern_result_members().substr(complete.size());
+  buf += detail::core(srv).modern_result_members().substr(complete.size());
   buf += "}}";
   const std::size_t sent = buf.size();
   send(c.stream.get(), std::move(buf));

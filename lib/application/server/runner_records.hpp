@@ -38,6 +38,7 @@
 #include "dispatcher.hpp"
 #include "multi_round.hpp"
 #include "observation.hpp"
+#include "server_core.hpp"
 
 namespace droid {
 namespace detail {
@@ -239,7 +240,7 @@ struct runner_call final : detail::request_channel {
 };
 
 struct request_runner::impl {
-  impl(server& s, asio::any_io_executor e) : srv(s), executor(std::move(e)), dispatch(s), rounds(s.multi_round()) {}
+  impl(server& s, asio::any_io_executor e) : srv(s), executor(std::move(e)), dispatch(s), rounds(detail::core(s).multi_round()) {}
 
   using table = std::unordered_map<ir::request_id, runner_call>;
 

@@ -35,6 +35,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "runner_records.hpp"
+#include "server_core.hpp"
 #include "tasks.hpp"
 #include "trace_meta.hpp"
 
@@ -97,7 +98,7 @@ bool runner_call::become_task(std::string& refusal) {
               "http::options::stateless); serve with sessions, or call in 2026-07-28";
     return false;
   }
-  detail::task_engine& engine = state.srv.tasks();
+  detail::task_engine& engine = detail::core(state.srv).tasks();
   const server_options::task_options& options = engine.options();
   task_record record;
   record.id = detail::task_engine::mint_id();
@@ -119,7 +120,7 @@ bool runner_call::become_task(std::string& refusal) {
     constexpr std::string_view complete = R"("resultType":"complete",)";
     ir::append_result_head(buf, id);
     buf += R"({"resultType":"task",)";
-    buf += state.srv.modern_result_members().substr(complete.size());
+    buf += detail::core(state.srv).modern_result_members().substr(complete.size());
     buf += ',';
     detail::append_task_members(buf, record, true, false);
     buf += "}}";
@@ -158,7 +159,7 @@ bool runner_call::become_task(std::string& refusal) {
     std::shared_ptr<request_runner> runner = weak.lock();
     if (!runner) return;
     // The status first: a tool that finishes while it unwinds must not overwrite it.
-    (void)runner->impl_->srv.tasks().store().finish(
+    (void)detail::core(runner->impl_->srv).tasks().store().finish(
         tid, task_status::failed, {}, error_object(-32603, "Internal error: the task outlived its time to live", {}),
         "the task outlived its time to live");
     runner->impl_->stop_task(tid);
@@ -211,7 +212,7 @@ void runner_call::ask_in_task(detail::exchange_waiter& waiter, std::string_view 
   }
   request += '}';
   q.key = key;
-  state.srv.tasks().store().ask(t.id, std::move(key), std::move(request));
+  detail::core(state.srv).tasks().store().ask(t.id, std::move(key), std::move(request));
   t.questions.push_back(std::move(q));
   if (!t.modern) {
     // A `tasks/result` that waits carries it now; otherwise the next one will.
@@ -229,7 +230,7 @@ void runner_call::task_question_answered(std::int64_t question_id) {
   auto q = std::find_if(t.questions.begin(), t.questions.end(),
                         [&](const detail::task_question& e) { return e.id == question_id; });
   if (q == t.questions.end()) return;
-  (void)state.srv.tasks().store().answered(t.id, {q->key});
+  (void)detail::core(state.srv).tasks().store().answered(t.id, {q->key});
   t.questions.erase(q);
 }
 
@@ -245,7 +246,7 @@ void runner_call::withdraw_task_question(std::int64_t question_id) {
     return;
   }
   detail::exchange_waiter* w = q->waiter;
-  (void)state.srv.tasks().store().answered(t.id, {q->key});
+  (void)detail::core(state.srv).tasks().store().answered(t.id, {q->key});
   t.questions.erase(q);
   state.askers.erase(question_id);
   *w->slot = detail::refusal(errc::cancelled, "the task was cancelled before the client answered");
@@ -267,7 +268,7 @@ void runner_call::notify_task(std::string_view method, std::string_view params_j
 
 void request_runner::impl::announce(const detail::running_task& t) {
   if (t.modern || !standalone || closed) return;
-  std::optional<task_record> record = srv.tasks().store().get(t.id, t.owner);
+  std::optional<task_record> record = detail::core(srv).tasks().store().get(t.id, t.owner);
   if (!record) return;
   std::string buf;
   ir::append_notification(buf, "notifications/tasks/status", detail::task_object(*record, false, false));
@@ -276,10 +277,10 @@ void request_runner::impl::announce(const detail::running_task& t) {
 
 void request_runner::impl::finish_task(runner_call& c, std::exception_ptr failure, detail::reply&& r) {
   detail::running_task& t = *c.task;
-  srv.tasks().forget(t.id);
+  detail::core(srv).tasks().forget(t.id);
   if (t.expiry) t.expiry->cancel();
   if (!c.cancelled) {
-    task_store& store = srv.tasks().store();
+    task_store& store = detail::core(srv).tasks().store();
     if (failure) {
       try {
         std::rethrow_exception(failure);
@@ -338,7 +339,7 @@ void request_runner::impl::answer_task(const std::string& id,
 
 void request_runner::impl::end_tasks() {
   std::vector<std::stop_source> stops;
-  task_store& store = srv.tasks().store();
+  task_store& store = detail::core(srv).tasks().store();
   for (auto& [key, c] : tasks) {
     detail::running_task& t = *c.task;
     if (t.modern) {
@@ -351,7 +352,7 @@ void request_runner::impl::end_tasks() {
       // The session that alone could see it is gone.
       store.remove(t.id);
     }
-    srv.tasks().forget(t.id);
+    detail::core(srv).tasks().forget(t.id);
     c.cancelled = true;
     stops.push_back(c.stop);
   }
@@ -380,7 +381,7 @@ task<detail::reply> request_runner::impl::wait_for_task(std::string id, std::str
     }
     bell.expires_at(asio::steady_timer::time_point::max());
   }
-  std::optional<task_record> record = srv.tasks().store().get(id, owner);
+  std::optional<task_record> record = detail::core(srv).tasks().store().get(id, owner);
   if (!record) co_return not_found(id);
   if (record->status == task_status::cancelled)
     co_return detail::reply::error(ir::errc::invalid_params,
@@ -412,7 +413,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
     return reply::error(ir::errc::invalid_params, "Invalid params: params must be an object");
   const peer_info& peer = *rec.peer;
   const bool modern = peer.is_modern();
-  task_store& store = srv.tasks().store();
+  task_store& store = detail::core(srv).tasks().store();
   const std::string owner = task_owner(peer);
 
   if (method == "tasks/list") {
@@ -453,7 +454,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
                                                         ": it is already " + std::string(to_string(record->status)));
     }
     (void)store.finish(id, task_status::cancelled, {}, {}, "The task was cancelled by request.");
-    if (std::shared_ptr<request_runner> runner = srv.tasks().runner_of(id))
+    if (std::shared_ptr<request_runner> runner = detail::core(srv).tasks().runner_of(id))
       asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
     if (modern) return reply::ok("{}");
     record = store.get(id, owner);
@@ -495,7 +496,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
       std::vector<std::pair<std::string, boost::json::value>> answers;
       for (auto& [key, value] : input.responses)
         if (std::find(taken.begin(), taken.end(), key) != taken.end()) answers.emplace_back(key, std::move(value));
-      if (std::shared_ptr<request_runner> runner = srv.tasks().runner_of(id))
+      if (std::shared_ptr<request_runner> runner = detail::core(srv).tasks().runner_of(id))
         asio::post(runner->executor(),
                    [runner, id, a = std::move(answers)]() mutable { runner->answer_task(id, std::move(a)); });
     }

@@ -19,6 +19,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "observation.hpp"
+#include "server_core.hpp"
 
 namespace droid {
 
@@ -79,7 +80,7 @@ std::shared_ptr<session> session::create(server& srv, asio::any_io_executor exec
                                          std::string principal) {
   std::shared_ptr<session> s(new session(std::make_unique<impl>(srv, std::move(executor), std::move(out))));
   s->impl_->peer.principal = std::move(principal);
-  srv.attach(s);
+  detail::core(srv).attach(s);
   return s;
 }
 
@@ -159,8 +160,8 @@ std::optional<std::string> read_initialize(ir::raw_json params, peer_info& peer,
 std::string initialize_result(const server& srv, protocol_revision revision) {
   const server_info& info = srv.info();
   boost::json::object result{{"protocolVersion", to_string(revision)},
-                             {"capabilities", srv.capabilities(revision)},
-                             {"serverInfo", srv.identity(revision)}};
+                             {"capabilities", detail::core(srv).capabilities(revision)},
+                             {"serverInfo", detail::core(srv).identity(revision)}};
   if (!info.instructions.empty()) result["instructions"] = info.instructions;
   return ir::to_json_text(result);
 }
@@ -225,7 +226,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     const std::string& m = msg.method();
     if (m == "notifications/initialized") return;
     if (m == "notifications/roots/list_changed") {
-      if (s.initialized) s.srv.roots_list_changed(s.peer);
+      if (s.initialized) detail::core(s.srv).roots_list_changed(s.peer);
       return;
     }
     if (m == "notifications/cancelled") {

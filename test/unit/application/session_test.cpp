@@ -19,6 +19,7 @@
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include "application/server/server_core.hpp"
 #include "support.hpp"
 
 namespace {
@@ -432,7 +433,7 @@ TEST_SUITE("application/session") {
     f.feed(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":")" +
            droid::ir::to_json_text(boost::json::value("x")).substr(0, 0) + R"("}})");
     (void)f.out->pop();  // an empty cursor is unknown; covered above
-    auto entry = f.srv.find_tool("mirror");
+    auto entry = droid::detail::core(f.srv).find_tool("mirror");
     REQUIRE(entry);
     REQUIRE(entry->info.output_schema);
     CHECK(entry->info.output_schema->at("required") == boost::json::array{"x", "y"});

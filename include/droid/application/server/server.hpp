@@ -161,9 +161,6 @@ struct server_options {
 
 namespace detail {
 
-class multi_round_context;
-class task_engine;
-
 /// One listing (a `tools/list` entry, say) serialised once per revision, with the fields
 /// that revision does not have left out. Why precomputed: a list is served far more often
 /// than it changes, and shaping at registration keeps the list path a copy of strings.
@@ -174,21 +171,6 @@ enum class listing_kind : std::uint8_t { tool, resource, resource_template, prom
 
 /// The listing `full` (the newest revision's form) as each revision should see it.
 [[nodiscard]] listings shape_listings(const boost::json::object& full, listing_kind kind);
-
-/// Something to tell when what the server offers changes (sessions, 2026 listen streams).
-///
-/// Why an interface: the server must not know who listens; a 2025 session filters by its
-/// negotiated capabilities and subscriptions, a `subscriptions/listen` stream by its
-/// filter. Affinity: called on any thread (registration may happen anywhere);
-/// implementations post to their own shard.
-class change_listener {
- public:
-  virtual ~change_listener() = default;
-  /// `notifications/{tools,prompts,resources}/list_changed`.
-  virtual void list_changed(std::string_view method) = 0;
-  /// `notifications/resources/updated` for `uri`.
-  virtual void resource_updated(std::string_view uri) = 0;
-};
 
 /// A registered tool: its listing and the type-erased call.
 ///
@@ -322,12 +304,22 @@ using prompt_arguments = detail::prompt_arguments_base;
 /// What a completer receives.
 using completion_request = detail::completion_request_base;
 
+class server;
+
+namespace detail {
+class server_core;
+/// The engine's side of `s` (lib/application/server/server_core.hpp): lookups, the change
+/// fan-out, and what multi round-trip requests and tasks share. For the library's own
+/// sessions and transports; it has no stable interface.
+[[nodiscard]] server_core& core(const server& s) noexcept;
+}  // namespace detail
+
 /// The registries of one MCP server.
 ///
 /// Why one object shared by all sessions: tools are registered once and served to every
 /// connection; a runtime change must reach every session (list_changed).
-/// Affinity: registration and removal may happen on any thread; sessions read through
-/// `find_tool` under an internal mutex.
+/// Affinity: registration and removal may happen on any thread; sessions read a published
+/// snapshot of the registries without a lock.
 /// Lifetime: must outlive every session and transport that serves it.
 class server {
  public:
@@ -549,64 +541,13 @@ class server {
   /// the roots stale so the next tool call re-lists them with `ctx.list_roots()`.
   /// Affinity: called on the session's shard.
   void on_roots_list_changed(std::function<void(const peer_info&)> handler);
-  /// Engine-facing: runs the roots handlers.
-  void roots_list_changed(const peer_info& peer) const;
   /// What the server was constructed with.
   [[nodiscard]] const server_info& info() const noexcept { return info_; }
   /// The settings the server was constructed with.
   [[nodiscard]] const server_options& options() const noexcept { return options_; }
 
-  // ---- engine-facing: used by sessions, not by tool authors --------------------------
-
-  /// The tool named `name`, or null.
-  [[nodiscard]] std::shared_ptr<const detail::tool_entry> find_tool(std::string_view name) const;
-  /// Up to `page_size` listings starting at the first name not less than `from`, and
-  /// the name that starts the next page (empty when this page is the last).
-  [[nodiscard]] std::vector<std::shared_ptr<const detail::tool_entry>> tools_from(std::string_view from,
-                                                                                 std::string& next) const;
-  /// The resource with this exact URI, else the first template that matches it (with its
-  /// variables filled in), else null.
-  [[nodiscard]] std::shared_ptr<const detail::resource_entry> find_resource(std::string_view uri,
-                                                                          uri_template::value_map& variables) const;
-  /// The prompt named `name`, or null.
-  [[nodiscard]] std::shared_ptr<const detail::prompt_entry> find_prompt(std::string_view name) const;
-  /// A page of prompts, as for `tools_from`.
-  [[nodiscard]] std::vector<std::shared_ptr<const detail::prompt_entry>> prompts_from(std::string_view from,
-                                                                                     std::string& next) const;
-  /// The completer for (`ref_type`, `ref`, `argument`), or null.
-  [[nodiscard]] detail::completer_fn find_completer(std::string_view ref_type, std::string_view ref,
-                                                    std::string_view argument) const;
-  /// True when a prompt `name` or a template `text` exists, for completion's -32602.
-  [[nodiscard]] bool has_reference(std::string_view ref_type, std::string_view ref) const;
-
-  /// A page of resources (`templates` false) or templates, as for `tools_from`.
-  [[nodiscard]] std::vector<std::shared_ptr<const detail::resource_entry>> resources_from(bool templates,
-                                                                                         std::string_view from,
-                                                                                         std::string& next) const;
-  /// Registers a live session for list_changed notifications.
-  void attach(const std::shared_ptr<session>& s);
-  /// Registers `l` for list_changed and resources/updated until it is destroyed (held
-  /// weakly: dropping the last reference unsubscribes).
-  void listen(const std::shared_ptr<detail::change_listener>& l);
-  /// The capabilities object this server declares to a client of `revision` (in
-  /// `initialize` and `server/discover`): what is registered, and only that.
-  [[nodiscard]] boost::json::object capabilities(protocol_revision revision) const;
-  /// The `serverInfo` object for a client of `revision`.
-  [[nodiscard]] boost::json::object identity(protocol_revision revision) const;
-  /// `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{...}}`: the
-  /// members every 2026-07-28 result starts with, serialised once.
-  [[nodiscard]] std::string_view modern_result_members() const noexcept { return modern_result_members_; }
-  /// What multi round-trip requests share across this server's shards: the sealer, the
-  /// kept frames' registry (engine internal).
-  [[nodiscard]] detail::multi_round_context& multi_round() const noexcept { return *multi_round_; }
   /// Suspended tools kept for a 2026-07-28 retry, server-wide.
   [[nodiscard]] std::size_t kept_frames() const noexcept;
-  /// The task machinery shared by this server's shards: the store, the running tasks'
-  /// whereabouts (engine internal).
-  [[nodiscard]] detail::task_engine& tasks() const noexcept { return *tasks_; }
-  /// True while some registered tool may run as a task: the task methods and the
-  /// capability that announces them exist only then.
-  [[nodiscard]] bool serves_tasks() const;
   /// Tasks whose tool is still running, server-wide.
   [[nodiscard]] std::size_t running_tasks() const;
   /// Reports `d` through `options().diagnostics`, else as a line through `options().log`,
@@ -666,15 +607,12 @@ class server {
     out.push_back(co_await std::move(t));
     co_return out;
   }
-  void notify_list_changed(std::string_view method);
 
-  struct registry;
+  friend detail::server_core& detail::core(const server& s) noexcept;
+
   server_info info_;
   server_options options_;
-  std::string modern_result_members_;
-  std::unique_ptr<registry> registry_;
-  std::unique_ptr<detail::multi_round_context> multi_round_;
-  std::unique_ptr<detail::task_engine> tasks_;
+  std::unique_ptr<detail::server_core> core_;
 };
 
 }  // namespace droid

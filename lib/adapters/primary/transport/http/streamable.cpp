@@ -3,6 +3,7 @@
 /// The Streamable HTTP endpoint (endpoints.hpp): a POST's checks and era, a 2025
 /// session's requests and streams, sessionless requests (stateless 2025 and 2026-07-28),
 /// GET streams and their resumption, DELETE.
+#include "application/server/server_core.hpp"
 #include "endpoints.hpp"
 
 #include <algorithm>
@@ -56,7 +57,7 @@ task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, con
   if (!st.gate.enabled() || !msg.is_request() || msg.method() != "tools/call") co_return std::nullopt;
   const std::optional<std::string> name = ir::string_member(msg.params(), "name");
   if (!name) co_return std::nullopt;  // the dispatcher answers the malformed call
-  const std::shared_ptr<const droid::detail::tool_entry> tool = st.srv.find_tool(*name);
+  const std::shared_ptr<const droid::detail::tool_entry> tool = droid::detail::core(st.srv).find_tool(*name);
   if (!tool) co_return std::nullopt;
   if (!auth_gate::lacks_scopes(who, tool->info.required_scopes)) co_return std::nullopt;
   const std::string what = "tool " + *name;
@@ -234,7 +235,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     ir::json_node name;
     if (params && msg.method() == "tools/call" && params->find("name", name) &&
         name.kind() == ir::json_node::type::string)
-      tool = st_.srv.find_tool(name.string());
+      tool = droid::detail::core(st_.srv).find_tool(name.string());
     mismatch = check_routing_headers(req, msg.method(), params, tool.get());
     if (mismatch) return;
     if (tool && auth_gate::lacks_scopes(who, tool->info.required_scopes)) {

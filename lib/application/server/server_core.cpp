@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The registries behind a published catalog, the change fan-out, and what a client is
+/// told of the server.
+#include "server_core.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include <asio/post.hpp>
+
+#include <droid/application/server/session.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "multi_round.hpp"
+#include "tasks.hpp"
+
+namespace droid::detail {
+
+namespace {
+
+/// Gives every core its own id, so that a thread's cached view is never taken for
+/// another server's (an address can be reused once a server is destroyed; an id is not).
+std::atomic<std::uint64_t> next_core_id{1};
+
+/// The view of one core that this thread read last. Why per thread and not per core:
+/// the point is that a lookup writes nothing shared, so each thread keeps its own
+/// reference to the snapshot; one slot suffices because a thread serves one server
+/// almost always, and a thread that alternates merely refetches under the lock.
+struct cached_view {
+  std::uint64_t core = 0;
+  std::uint64_t version = 0;
+  std::shared_ptr<const catalog> snapshot;
+};
+thread_local cached_view this_thread_view;
+
+/// Up to `size` entries of `map` from the first key not less than `from`, and the key
+/// that starts the next page (empty on the last page). Why by key and not by offset: an
+/// entry added or removed between two pages shifts nothing else.
+template <class Map>
+auto page_of(const Map& map, std::string_view from, std::size_t size, std::string& next) {
+  std::vector<typename Map::mapped_type> page;
+  next.clear();
+  auto it = map.lower_bound(from);
+  for (; it != map.end() && page.size() < size; ++it) page.push_back(it->second);
+  if (it != map.end()) next = it->first;
+  return page;
+}
+
+/// The entry of `map` under `key`, or an empty one.
+template <class Map>
+typename Map::mapped_type entry_of(const Map& map, std::string_view key) {
+  auto it = map.find(key);
+  return it == map.end() ? typename Map::mapped_type() : it->second;
+}
+
+std::string completer_key(std::string_view type, std::string_view ref, std::string_view argument) {
+  std::string key(type);
+  key += '\n';
+  key += ref;
+  key += '\n';
+  key += argument;
+  return key;
+}
+
+/// The live entries of `list`, taken out from under its lock, and the expired ones
+/// forgotten.
+template <class T>
+std::vector<std::shared_ptr<T>> live_of(std::vector<std::weak_ptr<T>>& list) {
+  std::vector<std::shared_ptr<T>> live;
+  std::erase_if(list, [&](const std::weak_ptr<T>& w) {
+    auto p = w.lock();
+    if (!p) return true;
+    live.push_back(std::move(p));
+    return false;
+  });
+  return live;
+}
+
+}  // namespace
+
+server_core::server_core(const server& owner)
+    : owner_(owner),
+      id_(next_core_id.fetch_add(1, std::memory_order_relaxed)),
+      multi_round_(std::make_unique<multi_round_context>(owner.options().multi_round)),
+      tasks_(std::make_unique<task_engine>(owner.options().tasks)) {
+  modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
+  ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));
+  modern_result_members_ += '}';
+}
+
+server_core::~server_core() {
+  // Other threads drop their view of this core at their next lookup or when they end;
+  // this one can drop it now, which is what a server made and destroyed on one thread
+  // (a test, a short-lived embedding) expects of the tools' captures.
+  if (this_thread_view.core == id_) this_thread_view = {};
+}
+
+const catalog& server_core::view() const {
+  cached_view& mine = this_thread_view;
+  if (mine.core != id_ || mine.version != version_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(catalog_mutex_);
+    // Under the lock `version_` cannot move: edits bump it while holding the lock.
+    const std::uint64_t now = version_.load(std::memory_order_relaxed);
+    if (published_version_ != now) {
+      published_ = std::make_shared<const catalog>(draft_);
+      published_version_ = now;
+    }
+    mine = {id_, now, published_};
+  }
+  return *mine.snapshot;
+}
+
+void server_core::edit(const std::function<void(catalog&)>& change) {
+  std::lock_guard lock(catalog_mutex_);
+  change(draft_);  // may throw, and then nothing is published
+  version_.fetch_add(1, std::memory_order_release);
+}
+
+void server_core::add_tool(std::shared_ptr<const tool_entry> entry) {
+  edit([&](catalog& c) {
+    auto [it, inserted] = c.tools.try_emplace(entry->info.name, nullptr);
+    if (!inserted) throw std::invalid_argument("droid: a tool named \"" + entry->info.name + "\" is already registered");
+    if (entry->info.tasks != task_support::forbidden) ++c.task_tools;
+    it->second = std::move(entry);
+  });
+  notify_list_changed("notifications/tools/list_changed");
+}
+
+bool server_core::remove_tool(std::string_view name) {
+  bool removed = false;
+  edit([&](catalog& c) {
+    auto it = c.tools.find(name);
+    if (it == c.tools.end()) return;
+    if (it->second->info.tasks != task_support::forbidden) --c.task_tools;
+    c.tools.erase(it);
+    removed = true;
+  });
+  if (removed) notify_list_changed("notifications/tools/list_changed");
+  return removed;
+}
+
+void server_core::add_resource(std::shared_ptr<const resource_entry> entry, bool is_template) {
+  edit([&](catalog& c) {
+    auto& map = is_template ? c.templates : c.resources;
+    auto [it, inserted] = map.try_emplace(entry->key, nullptr);
+    if (!inserted)
+      throw std::invalid_argument("droid: a resource" + std::string(is_template ? " template" : "") + " \"" +
+                                  entry->key + "\" is already registered");
+    it->second = std::move(entry);
+  });
+  notify_list_changed("notifications/resources/list_changed");
+}
+
+bool server_core::remove_resource(std::string_view key) {
+  bool removed = false;
+  edit([&](catalog& c) { removed = c.resources.erase(std::string(key)) > 0 || c.templates.erase(std::string(key)) > 0; });
+  if (removed) notify_list_changed("notifications/resources/list_changed");
+  return removed;
+}
+
+void server_core::add_prompt(std::shared_ptr<const prompt_entry> entry) {
+  edit([&](catalog& c) {
+    auto [it, inserted] = c.prompts.try_emplace(entry->info.name, nullptr);
+    if (!inserted) throw std::invalid_argument("droid: a prompt named \"" + entry->info.name + "\" is already registered");
+    it->second = std::move(entry);
+  });
+  notify_list_changed("notifications/prompts/list_changed");
+}
+
+bool server_core::remove_prompt(std::string_view name) {
+  bool removed = false;
+  edit([&](catalog& c) { removed = c.prompts.erase(std::string(name)) > 0; });
+  if (removed) notify_list_changed("notifications/prompts/list_changed");
+  return removed;
+}
+
+void server_core::add_completer(std::string_view ref_type, std::string_view ref, std::string_view argument,
+                                completer_fn fn) {
+  edit([&](catalog& c) { c.completers[completer_key(ref_type, ref, argument)] = std::move(fn); });
+}
+
+void server_core::on_roots_list_changed(std::function<void(const peer_info&)> handler) {
+  std::lock_guard lock(members_mutex_);
+  roots_handlers_.push_back(std::move(handler));
+}
+
+std::size_t server_core::tool_count() const { return view().tools.size(); }
+
+std::size_t server_core::resource_count() const {
+  const catalog& c = view();
+  return c.resources.size() + c.templates.size();
+}
+
+std::size_t server_core::prompt_count() const { return view().prompts.size(); }
+
+bool server_core::has_completers() const { return !view().completers.empty(); }
+
+bool server_core::serves_tasks() const { return view().task_tools > 0; }
+
+std::shared_ptr<const tool_entry> server_core::find_tool(std::string_view name) const {
+  return entry_of(view().tools, name);
+}
+
+std::vector<std::shared_ptr<const tool_entry>> server_core::tools_from(std::string_view from,
+                                                                       std::string& next) const {
+  return page_of(view().tools, from, owner_.options().page_size, next);
+}
+
+std::shared_ptr<const resource_entry> server_core::find_resource(std::string_view uri,
+                                                                 uri_template::value_map& variables) const {
+  const catalog& c = view();
+  if (auto it = c.resources.find(uri); it != c.resources.end()) return it->second;
+  for (const auto& [text, entry] : c.templates) {
+    if (auto vars = entry->pattern->match(uri)) {
+      variables = std::move(*vars);
+      return entry;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<const resource_entry>> server_core::resources_from(bool templates,
+                                                                               std::string_view from,
+                                                                               std::string& next) const {
+  const catalog& c = view();
+  return page_of(templates ? c.templates : c.resources, from, owner_.options().page_size, next);
+}
+
+std::shared_ptr<const prompt_entry> server_core::find_prompt(std::string_view name) const {
+  return entry_of(view().prompts, name);
+}
+
+std::vector<std::shared_ptr<const prompt_entry>> server_core::prompts_from(std::string_view from,
+                                                                           std::string& next) const {
+  return page_of(view().prompts, from, owner_.options().page_size, next);
+}
+
+completer_fn server_core::find_completer(std::string_view ref_type, std::string_view ref,
+                                         std::string_view argument) const {
+  return entry_of(view().completers, completer_key(ref_type, ref, argument));
+}
+
+bool server_core::has_reference(std::string_view ref_type, std::string_view ref) const {
+  const catalog& c = view();
+  if (ref_type == "ref/prompt") return c.prompts.contains(ref);
+  if (ref_type == "ref/resource") return c.templates.contains(ref) || c.resources.contains(ref);
+  return false;
+}
+
+boost::json::object server_core::identity(protocol_revision revision) const {
+  const server_info& info = owner_.info();
+  boost::json::object o{{"name", info.name}, {"version", info.version}};
+  if (has(revision, wire_feature::titles) && !info.title.empty()) o["title"] = info.title;
+  if (has(revision, wire_feature::icons)) {
+    if (!info.website_url.empty()) o["websiteUrl"] = info.website_url;
+    if (!info.icons.empty()) o["icons"] = to_json(info.icons);
+  }
+  return o;
+}
+
+boost::json::object server_core::capabilities(protocol_revision revision) const {
+  const catalog& c = view();
+  boost::json::object caps;
+  if (!c.tools.empty()) caps["tools"] = boost::json::object{{"listChanged", true}};
+  // Every tool can log (ctx.log), so the capability is always there.
+  caps["logging"] = boost::json::object{};
+  if (!c.resources.empty() || !c.templates.empty())
+    caps["resources"] = boost::json::object{{"subscribe", true}, {"listChanged", true}};
+  if (!c.prompts.empty()) caps["prompts"] = boost::json::object{{"listChanged", true}};
+  // Completion came with 2025-03-26; an older client would not know the capability.
+  if (!c.completers.empty() && revision >= protocol_revision::v2025_03_26) caps["completions"] = boost::json::object{};
+  if (c.task_tools > 0) {
+    if (has(revision, wire_feature::core_tasks)) {
+      caps["tasks"] = boost::json::object{{"list", boost::json::object{}},
+                                          {"cancel", boost::json::object{}},
+                                          {"requests", {{"tools", {{"call", boost::json::object{}}}}}}};
+    } else if (is_modern(revision)) {
+      caps["extensions"] = boost::json::object{{tasks_extension, boost::json::object{}}};
+    }
+  }
+  return caps;
+}
+
+void server_core::attach(const std::shared_ptr<session>& s) {
+  std::lock_guard lock(members_mutex_);
+  if (sessions_.size() >= sweep_at_) {
+    std::erase_if(sessions_, [](const std::weak_ptr<session>& w) { return w.expired(); });
+    sweep_at_ = std::max<std::size_t>(64, 2 * sessions_.size());
+  }
+  sessions_.push_back(s);
+}
+
+void server_core::listen(const std::shared_ptr<change_listener>& l) {
+  std::lock_guard lock(members_mutex_);
+  std::erase_if(listeners_, [](const std::weak_ptr<change_listener>& w) { return w.expired(); });
+  listeners_.push_back(l);
+}
+
+server_core::audience server_core::audience_now() {
+  std::lock_guard lock(members_mutex_);
+  return {live_of(sessions_), live_of(listeners_)};
+}
+
+void server_core::notify_list_changed(std::string_view method) {
+  auto [live, listeners] = audience_now();
+  for (auto& l : listeners) l->list_changed(method);
+  // Posted, not called: a session belongs to its shard, and registration may come from
+  // any thread (or from inside a tool running on that very session).
+  for (auto& s : live) {
+    asio::post(s->executor(), [s, m = std::string(method)] { s->notify(m); });
+  }
+}
+
+void server_core::resource_updated(std::string_view uri) {
+  auto [live, listeners] = audience_now();
+  for (auto& l : listeners) l->resource_updated(uri);
+  std::string params = R"({"uri":)";
+  ir::append_json_string(params, uri);
+  params += '}';
+  for (auto& s : live) {
+    asio::post(s->executor(), [s, u = std::string(uri), params] {
+      if (s->is_subscribed(u)) s->notify("notifications/resources/updated", params);
+    });
+  }
+}
+
+void server_core::roots_list_changed(const peer_info& peer) const {
+  std::vector<std::function<void(const peer_info&)>> handlers;
+  {
+    std::lock_guard lock(members_mutex_);
+    handlers = roots_handlers_;
+  }
+  for (auto& h : handlers) {
+    try {
+      h(peer);
+    } catch (const std::exception& e) {
+      owner_.diagnose(diagnostic_level::error, "roots handler failed", {{"error", e.what()}});
+    }
+  }
+}
+
+}  // namespace droid::detail

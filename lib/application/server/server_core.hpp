@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `detail::server_core`: the engine's side of a `droid::server`.
+///
+/// Application layer, internal. A tool author's `server` registers things and reports
+/// figures; sessions, runners and transports need more of it: lookups by name and by
+/// page, the sessions and listen streams to tell of a change, the capabilities and
+/// identity a client is sent, and the machinery that multi round-trip requests and tasks
+/// share across shards. That part lives here, reached with `detail::core(srv)`, so that
+/// `<droid/application/server/server.hpp>` stays what users call and the engine's
+/// interface can change without breaking them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include <droid/application/server/server.hpp>
+
+namespace droid {
+
+class session;
+
+namespace detail {
+
+class multi_round_context;
+class task_engine;
+
+/// Something to tell when what the server offers changes (sessions, 2026 listen streams).
+///
+/// Why an interface: the server must not know who listens; a 2025 session filters by its
+/// negotiated capabilities and subscriptions, a `subscriptions/listen` stream by its
+/// filter. Affinity: called on any thread (registration may happen anywhere);
+/// implementations post to their own shard.
+class change_listener {
+ public:
+  virtual ~change_listener() = default;
+  /// `notifications/{tools,prompts,resources}/list_changed`.
+  virtual void list_changed(std::string_view method) = 0;
+  /// `notifications/resources/updated` for `uri`.
+  virtual void resource_updated(std::string_view uri) = 0;
+};
+
+/// Everything registered with one server, as a value that never changes once published.
+///
+/// Why a value: every request looks something up (the tool it calls, the page it lists),
+/// on every shard at once, while registrations are rare. Readers share the latest
+/// published catalog and take no lock; a registration edits the writers' copy and the
+/// next reader on each thread publishes or picks up the new one.
+struct catalog {
+  template <class Entry>
+  using by_name = std::map<std::string, std::shared_ptr<const Entry>, std::less<>>;
+  // Ordered by name: pagination walks names, so an entry added or removed between two
+  // pages shifts nothing else.
+  by_name<tool_entry> tools;
+  by_name<resource_entry> resources;  ///< by URI
+  by_name<resource_entry> templates;  ///< by template text
+  by_name<prompt_entry> prompts;
+  /// Completers by "ref type \n ref \n argument".
+  std::map<std::string, completer_fn, std::less<>> completers;
+  /// Registered tools that may run as a task (every task method and the capability ask).
+  std::size_t task_tools = 0;
+};
+
+/// The registries, the change fan-out and the shared engines of one server.
+///
+/// Affinity: every member may be called on any thread. Lookups read the published
+/// catalog without a lock; registrations, and the session and listener lists, take their
+/// own mutexes. Lifetime: owned by the `server`, so it outlives every session.
+class server_core {
+ public:
+  explicit server_core(const server& owner);
+  ~server_core();
+  server_core(const server_core&) = delete;
+  server_core& operator=(const server_core&) = delete;
+
+  // ---- registration: the checks are the server's, these only store ----------------
+
+  /// Adds `entry`; throws `std::invalid_argument` when its name is taken.
+  void add_tool(std::shared_ptr<const tool_entry> entry);
+  bool remove_tool(std::string_view name);
+  /// Adds a resource (`is_template` false, keyed by URI) or a template (by its text).
+  void add_resource(std::shared_ptr<const resource_entry> entry, bool is_template);
+  /// Removes the resource with this URI, else the template with this text.
+  bool remove_resource(std::string_view key);
+  void add_prompt(std::shared_ptr<const prompt_entry> entry);
+  bool remove_prompt(std::string_view name);
+  void add_completer(std::string_view ref_type, std::string_view ref, std::string_view argument, completer_fn fn);
+  void on_roots_list_changed(std::function<void(const peer_info&)> handler);
+
+  // ---- lookups (no lock) ------------------------------------------------------------
+
+  [[nodiscard]] std::size_t tool_count() const;
+  [[nodiscard]] std::size_t resource_count() const;  ///< resources and templates
+  [[nodiscard]] std::size_t prompt_count() const;
+  [[nodiscard]] bool has_completers() const;
+  /// The tool named `name`, or null.
+  [[nodiscard]] std::shared_ptr<const tool_entry> find_tool(std::string_view name) const;
+  /// Up to `page_size` listings starting at the first name not less than `from`, and
+  /// the name that starts the next page (empty when this page is the last).
+  [[nodiscard]] std::vector<std::shared_ptr<const tool_entry>> tools_from(std::string_view from,
+                                                                         std::string& next) const;
+  /// The resource with this exact URI, else the first template that matches it (with its
+  /// variables filled in), else null.
+  [[nodiscard]] std::shared_ptr<const resource_entry> find_resource(std::string_view uri,
+                                                                  uri_template::value_map& variables) const;
+  /// A page of resources (`templates` false) or templates, as for `tools_from`.
+  [[nodiscard]] std::vector<std::shared_ptr<const resource_entry>> resources_from(bool templates,
+                                                                                 std::string_view from,
+                                                                                 std::string& next) const;
+  /// The prompt named `name`, or null.
+  [[nodiscard]] std::shared_ptr<const prompt_entry> find_prompt(std::string_view name) const;
+  /// A page of prompts, as for `tools_from`.
+  [[nodiscard]] std::vector<std::shared_ptr<const prompt_entry>> prompts_from(std::string_view from,
+                                                                             std::string& next) const;
+  /// The completer for (`ref_type`, `ref`, `argument`), or null.
+  [[nodiscard]] completer_fn find_completer(std::string_view ref_type, std::string_view ref,
+                                            std::string_view argument) const;
+  /// True when a prompt `name` or a template `text` exists, for completion's -32602.
+  [[nodiscard]] bool has_reference(std::string_view ref_type, std::string_view ref) const;
+  /// True while some registered tool may run as a task: the task methods and the
+  /// capability that announces them exist only then.
+  [[nodiscard]] bool serves_tasks() const;
+
+  // ---- what a client is told ----------------------------------------------------------
+
+  /// The capabilities object for a client of `revision` (in `initialize` and
+  /// `server/discover`): what is registered, and only that.
+  [[nodiscard]] boost::json::object capabilities(protocol_revision revision) const;
+  /// The `serverInfo` object for a client of `revision`.
+  [[nodiscard]] boost::json::object identity(protocol_revision revision) const;
+  /// `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{...}}`: the
+  /// members every 2026-07-28 result starts with, serialised once.
+  [[nodiscard]] std::string_view modern_result_members() const noexcept { return modern_result_members_; }
+
+  // ---- who hears of changes -------------------------------------------------------------
+
+  /// Registers a live session for list_changed and resources/updated (held weakly).
+  void attach(const std::shared_ptr<session>& s);
+  /// Registers `l` for list_changed and resources/updated until it is destroyed (held
+  /// weakly: dropping the last reference unsubscribes).
+  void listen(const std::shared_ptr<change_listener>& l);
+  /// Tells every live session and listener that a list changed (`method`).
+  void notify_list_changed(std::string_view method);
+  /// Tells the sessions subscribed to `uri`, and every listener, that it changed.
+  void resource_updated(std::string_view uri);
+  /// Runs the roots handlers for `peer` (a client said its roots changed).
+  void roots_list_changed(const peer_info& peer) const;
+
+  // ---- engines shared by the server's shards ------------------------------------------
+
+  /// The sealer and the kept frames of multi round-trip requests.
+  [[nodiscard]] multi_round_context& multi_round() const noexcept { return *multi_round_; }
+  /// The task store and the running tasks' whereabouts.
+  [[nodiscard]] task_engine& tasks() const noexcept { return *tasks_; }
+
+ private:
+  /// The catalog as this thread last saw it, or the newer one a registration published
+  /// since. The reference stays valid until this thread's next `view()`, so callers copy
+  /// out what they need and never call back into the core while holding it.
+  [[nodiscard]] const catalog& view() const;
+  /// Applies `change` to the writers' catalog under the writers' lock, then makes it the
+  /// one the next `view()` on each thread publishes.
+  void edit(const std::function<void(catalog&)>& change);
+  /// Who hears of a change: the live sessions and listeners, taken out from under
+  /// `members_mutex_` (so that telling them holds no lock) and the ended ones forgotten.
+  struct audience {
+    std::vector<std::shared_ptr<session>> sessions;
+    std::vector<std::shared_ptr<change_listener>> listeners;
+  };
+  [[nodiscard]] audience audience_now();
+
+  const server& owner_;
+  /// Tells this core's views apart from another server's in a thread's cache.
+  const std::uint64_t id_;
+  std::string modern_result_members_;
+  std::unique_ptr<multi_round_context> multi_round_;
+  std::unique_ptr<task_engine> tasks_;
+
+  /// Guards `draft_`, `published_` and `published_version_`.
+  mutable std::mutex catalog_mutex_;
+  catalog draft_;
+  /// Bumped (under `catalog_mutex_`) by every edit; a thread whose cached view is of an
+  /// older version fetches the new one.
+  std::atomic<std::uint64_t> version_{1};
+  mutable std::shared_ptr<const catalog> published_;
+  mutable std::uint64_t published_version_ = 0;
+
+  /// Guards the lists below, which change with sessions, not with registrations.
+  mutable std::mutex members_mutex_;
+  std::vector<std::weak_ptr<session>> sessions_;
+  /// `sessions_` is swept of ended sessions when it reaches this size, which is then set
+  /// to twice the live count: attaching stays O(1) amortised however many sessions live
+  /// (stateless HTTP attaches one per request).
+  std::size_t sweep_at_ = 64;
+  std::vector<std::weak_ptr<change_listener>> listeners_;
+  std::vector<std::function<void(const peer_info&)>> roots_handlers_;
+};
+
+}  // namespace detail
+}  // namespace droid
