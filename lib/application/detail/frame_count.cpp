@@ -14,9 +14,17 @@
 /// Why per thread with no lock: a frame is created and destroyed on its session's shard;
 /// one freed on another thread (offloaded work) simply joins that thread's cache.
 /// Bound: 16 classes x 8 blocks, at most about 68 KiB per thread, freed at thread exit.
+///
+/// The live-frame count lives in the same per-thread object: each thread writes its own
+/// counter (a plain store, no shared cache line) and `live_frames()` sums the enrolled
+/// threads' counters with what exited threads left behind.
 #include <droid/application/detail/frame_count.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DROID_FRAME_ASAN 1
@@ -61,18 +69,63 @@ void release(void* p, std::size_t size) noexcept {
 #endif
 }
 
-/// Blocks kept for reuse on one thread, by size class.
+struct frame_cache;
+
+/// The threads whose counters `live_frames()` sums, and what ended threads left.
+///
+/// Why a function-local static: a thread may enrol while other statics are still being
+/// constructed (a frame made during static initialisation), and one that ends after
+/// main has returned must still find it. Never destroyed, for the same reason.
+struct frame_census {
+  std::mutex mutex;
+  std::vector<frame_cache*> threads;
+  /// Frames counted by threads that have ended (a frame created on one thread and
+  /// destroyed on another leaves +1 on one and -1 on the other; only the sum means much).
+  std::atomic<long> retired{0};
+};
+frame_census& census() {
+  static frame_census* const c = new frame_census();
+  return *c;
+}
+
+/// Blocks kept for reuse on one thread, by size class, and the thread's frame count.
 ///
 /// `alive` turns false in the destructor: a frame destroyed later on the same thread (by
 /// another thread_local's or a static's destructor) then goes straight to the allocator
-/// instead of into a cache nobody will free.
+/// instead of into a cache nobody will free, and is counted in the census directly.
 struct frame_cache {
   void* blocks[classes][depth];
   std::uint8_t count[classes];
   bool alive;
+  bool enrolled;
+  /// Frames this thread created minus those it destroyed. Atomic only so that
+  /// `live_frames()` may read it from another thread; this thread alone writes it.
+  std::atomic<long> live;
+
+  void add(long n) noexcept {
+    if (!alive) {
+      census().retired.fetch_add(n, std::memory_order_relaxed);
+      return;
+    }
+    if (!enrolled) enrol();
+    live.store(live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  void enrol() noexcept {
+    frame_census& c = census();
+    std::lock_guard lock(c.mutex);
+    c.threads.push_back(this);
+    enrolled = true;
+  }
 
   ~frame_cache() {
     alive = false;
+    if (enrolled) {
+      frame_census& c = census();
+      std::lock_guard lock(c.mutex);
+      c.retired.fetch_add(live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      std::erase(c.threads, this);
+    }
     for (std::size_t k = 0; k < classes; ++k) {
       while (count[k] > 0) {
         void* p = blocks[k][--count[k]];
@@ -84,15 +137,20 @@ struct frame_cache {
 };
 
 // Constant-initialised (zeroes, then `alive`): no initialisation guard on the hot path.
-constinit thread_local frame_cache cache{{}, {}, true};
+constinit thread_local frame_cache cache{{}, {}, true, false, 0};
 
 }  // namespace
 
 void* allocate_frame(std::size_t size) {
-  const std::size_t k = (size - 1) / granule;
-  if (k >= classes) return ::operator new(size);
-  const std::size_t rounded = (k + 1) * granule;
   frame_cache& c = cache;
+  const std::size_t k = (size - 1) / granule;
+  if (k >= classes) {
+    void* p = ::operator new(size);
+    c.add(1);
+    return p;
+  }
+  const std::size_t rounded = (k + 1) * granule;
+  c.add(1);
   if (c.count[k] > 0) {
     void* p = c.blocks[k][--c.count[k]];
     unpoison(p, rounded);
@@ -102,13 +160,14 @@ void* allocate_frame(std::size_t size) {
 }
 
 void deallocate_frame(void* p, std::size_t size) noexcept {
+  frame_cache& c = cache;
+  c.add(-1);
   const std::size_t k = (size - 1) / granule;
   if (k >= classes) {
     release(p, size);
     return;
   }
   const std::size_t rounded = (k + 1) * granule;
-  frame_cache& c = cache;
   if (c.alive && c.count[k] < depth && recycling.load(std::memory_order_relaxed)) {
     poison(p, rounded);
     c.blocks[k][c.count[k]++] = p;
@@ -121,3 +180,15 @@ bool frame_recycling() noexcept { return recycling.load(std::memory_order_relaxe
 void set_frame_recycling(bool on) noexcept { recycling.store(on, std::memory_order_relaxed); }
 
 }  // namespace droid::detail
+
+namespace droid {
+
+long live_frames() noexcept {
+  detail::frame_census& c = detail::census();
+  std::lock_guard lock(c.mutex);
+  long sum = c.retired.load(std::memory_order_relaxed);
+  for (const detail::frame_cache* t : c.threads) sum += t->live.load(std::memory_order_relaxed);
+  return sum;
+}
+
+}  // namespace droid

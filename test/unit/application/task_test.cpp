@@ -5,6 +5,7 @@
 #include <droid/application/task.hpp>
 #include <droid/application/when_all.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -45,6 +46,20 @@ task<std::string> catches() {
 }  // namespace
 
 TEST_SUITE("application/task") {
+  TEST_CASE("live_frames sums every thread's count, those of threads that ended included") {
+    const long before = droid::live_frames();
+    std::optional<task<int>> made_elsewhere;
+    std::thread maker([&] { made_elsewhere.emplace(value_of(7)); });  // +1 on a thread that ends
+    maker.join();
+    CHECK(droid::live_frames() == before + 1);
+    std::thread([] {
+      task<int> brief = value_of(1);  // +1 and -1 on another thread that ends
+    }).join();
+    CHECK(droid::live_frames() == before + 1);
+    made_elsewhere.reset();  // -1 here, for the frame the first thread made
+    CHECK(droid::live_frames() == before);
+  }
+
   TEST_CASE("a task does not start until awaited") {
     bool started = false;
     auto make = [&]() -> task<void> {

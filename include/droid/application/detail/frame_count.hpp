@@ -8,20 +8,14 @@
 /// scenario, and only a count of live frames can show it.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <new>
 
 namespace droid::detail {
 
-/// Live `task` frames in this process (all threads).
-///
-/// Relaxed: tests read it only after the threads that touched frames have joined or the
-/// io_context has stopped, so no ordering beyond the count itself is needed.
-inline std::atomic<long> live_frames{0};
-
 /// Memory for one frame of `size` bytes: from this thread's cache of freed frames when it
 /// holds a block of the size class and recycling is on, otherwise from `::operator new`.
+/// Counts the frame as live.
 ///
 /// Why a cache: every tools/call creates and destroys three frames (the driver, the
 /// dispatcher's wrapper and the tool), and taking them from the allocator each time was
@@ -29,7 +23,8 @@ inline std::atomic<long> live_frames{0};
 /// the model; ours is not tied to an io_context, because frames are created outside
 /// `run()` (a session's `receive` from a transport, a test's direct call).
 [[nodiscard]] void* allocate_frame(std::size_t size);
-/// Returns a frame's memory; `size` must be what was passed to `allocate_frame`.
+/// Returns a frame's memory; `size` must be what was passed to `allocate_frame`. Counts the
+/// frame as gone.
 void deallocate_frame(void* p, std::size_t size) noexcept;
 
 /// Whether freed frames are kept for reuse (default: yes, except under AddressSanitizer,
@@ -41,26 +36,23 @@ void set_frame_recycling(bool on) noexcept;
 
 /// Base of every promise: routes frame allocation through one place and counts it.
 struct frame_allocation {
-  static void* operator new(std::size_t size) {
-    void* p = allocate_frame(size);
-    live_frames.fetch_add(1, std::memory_order_relaxed);
-    return p;
-  }
+  static void* operator new(std::size_t size) { return allocate_frame(size); }
   // The sized form: a coroutine's frame is freed with the size it was allocated with,
   // which names its size class without a header in the block.
-  static void operator delete(void* p, std::size_t size) noexcept {
-    live_frames.fetch_sub(1, std::memory_order_relaxed);
-    deallocate_frame(p, size);
-  }
+  static void operator delete(void* p, std::size_t size) noexcept { deallocate_frame(p, size); }
 };
 
 }  // namespace droid::detail
 
 namespace droid {
 
-/// The number of coroutine frames of `droid::task` alive right now.
-[[nodiscard]] inline long live_frames() noexcept {
-  return detail::live_frames.load(std::memory_order_relaxed);
-}
+/// The number of coroutine frames of `droid::task` alive right now, in this process.
+///
+/// Each thread counts the frames it creates and frees in its own counter, which no other
+/// thread writes, and this sums them: a frame costs no shared write, however many shards
+/// run. Exact when the threads that touched frames are synchronised with the caller
+/// (joined, or done with work the caller waited for), which is when tests and shutdown
+/// ask; a snapshot otherwise.
+[[nodiscard]] long live_frames() noexcept;
 
 }  // namespace droid
