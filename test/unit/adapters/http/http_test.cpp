@@ -571,7 +571,9 @@ TEST_SUITE("adapters/http") {
     o.write_timeout = std::chrono::milliseconds(300);
     o.max_queued_bytes = 64u << 20;  // so that the queue bound cannot be what closes it
     server_fixture f(o);
-    raw_connection c(f.port());
+    // Reads wait up to 30 s: the head goes out once the tool's first step has queued all
+    // 20 MB, which takes seconds under ThreadSanitizer on a busy machine.
+    raw_connection c(f.port(), 30'000);
     const std::string sid = f.initialize(c);
     CHECK(f.listener->connections() == 1);
     // 20 MB of notifications, of which the client reads the head and nothing more.
