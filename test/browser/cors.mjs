@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { check, exitWithSummary, HttpServer, missingPrerequisite, show, startWatchdog, step } from '../peer/harness.mjs';
+import { check, exitWithSummary, HttpServer, missingPrerequisite, show, startWatchdog, step, within } from '../peer/harness.mjs';
 
 const serverPath = process.argv[2];
 const chromium = process.env.DROID_CHROMIUM ?? '/usr/bin/chromium-headless-shell';
@@ -93,6 +93,8 @@ async function openPage(browserUrl) {
   let next = 0;
   const pending = new Map();
   const events = [];
+  // Who waits for an event: `{ method, resolve }`, resolved by the first such event.
+  const eventWaiters = new Set();
   ws.onmessage = (m) => {
     const msg = JSON.parse(m.data);
     if (msg.id !== undefined && pending.has(msg.id)) {
@@ -100,6 +102,12 @@ async function openPage(browserUrl) {
       pending.delete(msg.id);
     } else if (msg.method) {
       events.push(msg);
+      for (const w of [...eventWaiters]) {
+        if (w.method === msg.method) {
+          eventWaiters.delete(w);
+          w.resolve();
+        }
+      }
     }
   };
   const send = (method, params = {}) => new Promise((resolve) => {
@@ -110,11 +118,11 @@ async function openPage(browserUrl) {
   await send('Page.enable');
   return {
     send,
+    /// Navigates and waits (5 s at most, a guard) for the page's load event.
     async navigate(to) {
-      const before = events.length;
+      const loaded = new Promise((resolve) => eventWaiters.add({ method: 'Page.loadEventFired', resolve }));
       await send('Page.navigate', { url: to });
-      for (let i = 0; i < 500 && !events.slice(before).some((e) => e.method === 'Page.loadEventFired'); ++i)
-        await new Promise((r) => setTimeout(r, 10));
+      await within(loaded, 5000);
     },
     close: () => ws.close(),
   };

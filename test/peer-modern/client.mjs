@@ -28,7 +28,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  check, Check, exitWithSummary, HttpServer, missingPrerequisite, sameJson, show, sleep, sseMessages, startWatchdog, step,
+  afterMicrotasks, check, Check, exitWithSummary, HttpServer, missingPrerequisite, sameJson, show, sseMessages, startWatchdog, step,
   installedVersion, tapHttp, tapWire, textOf, trace, watchStderr,
 } from '../peer/harness.mjs';
 
@@ -104,6 +104,7 @@ client.onerror = (error) => {
 
 let transport;
 let exchanges = []; // HTTP only: every exchange the client made (tapHttp)
+let httpUntil; // HTTP only: waits for what the tap records (tapHttp's until)
 // stdio only: what the client said to, and heard from, the probe sibling (the disposable
 // process it sends server/discover to before it starts the session's own).
 const probeWire = [];
@@ -148,6 +149,7 @@ if (transportKind === 'stdio') {
   }
   const tap = tapHttp();
   exchanges = tap.exchanges;
+  httpUntil = tap.until;
   transport = new StreamableHTTPClientTransport(new URL(httpServer.url), { fetch: tap.fetch });
 }
 
@@ -308,7 +310,7 @@ await step('unknown tool is a JSON-RPC error -32602', async () => {
 await step('count reports progress', async () => {
   const seen = [];
   const result = await client.callTool({ name: 'count', arguments: { steps: 3, interval_ms: 20 } }, { onprogress: (p) => seen.push(p) });
-  await sleep(50);
+  await afterMicrotasks(); // let notification handlers the client deferred to a microtask run
   check(!result.isError, `isError: ${show(result)}`);
   check(textOf(result) === 'counted to 3', `text is ${show(textOf(result))}`);
   const request = lastRequest('tools/call', 'count').message;
@@ -346,7 +348,16 @@ await step('cancellation by AbortSignal', async () => {
   const controller = new AbortController();
   const started = Date.now();
   const call = client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, { signal: controller.signal });
-  setTimeout(() => controller.abort(new Error('the peer test aborts sleep')), 300);
+  // Aborted once the server has the call: over HTTP, the head of its event stream goes out
+  // once the tool has begun; on stdio, stdin is read in order, so a call sent after it is
+  // answered once it is in.
+  if (transportKind === 'stdio') {
+    await client.callTool({ name: 'echo', arguments: { text: 'behind sleep' } });
+  } else {
+    check(await httpUntil(() => posted().find(({ message }) => message?.method === 'tools/call' && message.params?.name === 'sleep')?.x.status !== undefined),
+      'the POST for sleep got no answer within 5 s');
+  }
+  controller.abort(new Error('the peer test aborts sleep'));
   const error = await rejection(call);
   const elapsed = Date.now() - started;
   check(elapsed < 5000, `rejected after ${elapsed} ms`);
@@ -364,15 +375,15 @@ await step('cancellation by AbortSignal', async () => {
     // Over HTTP the 2.x client cancels by closing the request's own stream (the POST).
     const x = posted().find(({ message }) => message?.id === id && message.method === 'tools/call')?.x;
     check(x, 'the POST for sleep was not seen');
-    for (let i = 0; i < 100 && !x.ended; ++i) await sleep(10);
-    check(x.ended, `the POST for sleep is still open: ${x.status} ${show(x.body)}`);
+    check(await httpUntil(() => x.ended), `the POST for sleep is still open: ${x.status} ${show(x.body)}`);
     console.log(`# the POST for sleep: ${x.status} ${show(x.headers?.['content-type'] ?? null)} body ${show(x.body)}${x.error ? ` ended with ${x.error}` : ''}`);
   }
-  // The connection carries on, and the cancelled request gets no answer.
+  // The connection carries on, and the cancelled request gets no answer. On stdio the
+  // echo also flushes it: the cancellation wakes the sleeping tool before the echo, read
+  // after it, starts, and stdout is one ordered channel. Over HTTP an answer could only
+  // travel on the stream the client closed, so the wire cannot see one either way.
   const echoed = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
   check(textOf(echoed) === 'still here', `echo after cancel returned ${show(echoed)}`);
-  await sleep(300);
-  await client.callTool({ name: 'echo', arguments: { text: 'flush' } });
   const late = wire.filter((w) => w.dir === 'in' && w.message.id === id && w.message.method === undefined);
   check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late.map((w) => w.message))}`);
 });

@@ -49,6 +49,8 @@ await step('a client connects and lists the two tools', async () => {
 
 await step("the application's own timer keeps running beside the listener", async () => {
   const first = ticksOf(textOf(await client.callTool({ name: 'reading', arguments: {} })));
+  // A tick is the application's own 100 ms timer, the very thing this step watches: no
+  // event but time says one has passed, so five of them are waited for.
   await sleep(500);
   const second = ticksOf(textOf(await client.callTool({ name: 'reading', arguments: {} })));
   check(Number.isInteger(first) && second > first, `ticks went from ${first} to ${second} in 500 ms`);

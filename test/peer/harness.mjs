@@ -100,6 +100,48 @@ export async function step(name, body) {
 }
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/// Resolves once every microtask queued before the call has run (the next turn of the
+/// event loop): what the SDK defers that way (its notification handlers) has then run.
+/// Why not a short sleep: this is exact, and a sleep is only likely.
+export const afterMicrotasks = () => new Promise((resolve) => setImmediate(resolve));
+
+/// Whether `promise` settles within `ms`; the time is only a failure guard, so a wait on
+/// an event that is bound to come never depends on it.
+export async function within(promise, ms) {
+  let timer;
+  const guard = new Promise((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([Promise.resolve(promise).then(() => true, () => true), guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/// What a tap (tapWire, tapHttp) uses to let a step wait for what it records: `until(
+/// condition, ms)` resolves to true once `condition()` holds, checked again each time the
+/// tap records something, or to false after `ms` (a failure guard, not a wait).
+function conditionWaiters() {
+  const waiters = new Set();
+  return {
+    changed() {
+      for (const w of [...waiters]) {
+        if (w.condition()) {
+          waiters.delete(w);
+          w.resolve(true);
+        }
+      }
+    },
+    until(condition, ms = 5000) {
+      if (condition()) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const w = { condition, resolve: (v) => { clearTimeout(timer); resolve(v); } };
+        const timer = setTimeout(() => { waiters.delete(w); resolve(false); }, ms);
+        waiters.add(w);
+      });
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------
 // The watchdog and the end of the run
 
@@ -155,19 +197,24 @@ export async function checkPinnedSdk(latestProtocolVersion, server) {
 // The wire
 
 /// A tap on the wire, both ways; returns the list of `{ at, dir: 'in' | 'out', message }`
-/// it fills. Protocol.connect() chains to an onmessage that is already set, and send() is
+/// it fills, whose `until(condition, ms)` waits for what it records (conditionWaiters).
+/// Protocol.connect() chains to an onmessage that is already set, and send() is
 /// wrapped before connect() so the initialize request is seen too: call this before
 /// client.connect(transport).
 export function tapWire(transport) {
   const wire = [];
+  const waiters = conditionWaiters();
+  wire.until = waiters.until;
   transport.onmessage = (message) => {
     wire.push({ at: Date.now(), dir: 'in', message });
     if (trace) console.error(`# <- ${show(message)}`);
+    waiters.changed();
   };
   const originalSend = transport.send.bind(transport);
   transport.send = (message, options) => {
     wire.push({ at: Date.now(), dir: 'out', message });
     if (trace) console.error(`# -> ${show(message)}`);
+    waiters.changed();
     return originalSend(message, options);
   };
   return wire;
@@ -213,8 +260,9 @@ export function watchStderr(stream) {
 
 /// The example server run as `<path> --http 127.0.0.1:0 <args...>`. `start()` spawns it,
 /// forwards its stderr (`log`, the watchStderr() result) and resolves to the URL it prints
-/// on stdout (`url`); `exit` is `{ code, signal, at }` once it has exited; `kill()`
-/// SIGKILLs it if it still runs; `stopWithSigterm()` is the SIGTERM check.
+/// on stdout (`url`); `exit` is `{ code, signal, at }` once it has exited, and `exited` a
+/// promise of it; `kill()` SIGKILLs it if it still runs; `stopWithSigterm()` is the SIGTERM
+/// check.
 export class HttpServer {
   constructor(path, args = []) {
     this.path = path;
@@ -223,6 +271,14 @@ export class HttpServer {
     this.exit = null;
     this.log = undefined;
     this.url = undefined;
+    let exited;
+    this.exited = new Promise((resolve) => { exited = resolve; });
+    this.onExit = exited;
+  }
+
+  /// Whether the server exits within `ms` (it may have already).
+  waitForExit(ms) {
+    return within(this.exited, ms);
   }
 
   get commandLine() {
@@ -239,8 +295,14 @@ export class HttpServer {
   async start() {
     const child = spawn(this.path, this.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    // A server started again (after it exited) gets a fresh exit to wait for.
+    this.exit = null;
+    this.exited = new Promise((resolve) => { this.onExit = resolve; });
     this.log = watchStderr(child.stderr);
-    child.on('exit', (code, signal) => { this.exit = { code, signal, at: Date.now() }; });
+    child.on('exit', (code, signal) => {
+      this.exit = { code, signal, at: Date.now() };
+      this.onExit(this.exit);
+    });
     const lines = createInterface({ input: child.stdout });
     let url;
     url = await new Promise((resolve, reject) => {
@@ -271,7 +333,7 @@ export class HttpServer {
     check(this.exit === null, `the server had already exited: ${show(this.exit)}`);
     const sent = Date.now();
     this.child.kill('SIGTERM');
-    while (this.exit === null && Date.now() - sent < 3000) await sleep(10);
+    await this.waitForExit(3000);
     check(this.exit !== null, `the server (pid ${this.child.pid}) had not exited 3 s after SIGTERM`);
     check(this.exit.signal === null, `the server died of ${this.exit.signal} after SIGTERM`);
     check(this.exit.code === 0, `the server exited with status ${this.exit.code} after SIGTERM`);
@@ -282,9 +344,11 @@ export class HttpServer {
 /// A tap on HTTP: `fetch` (give it to the SDK's transport) records every exchange in
 /// `exchanges`, with the bytes of each response body, read from a tee of the body the SDK
 /// reads. An exchange is `{ n, url, method, requestHeaders, requestBody, status, headers,
-/// body, ended, sentAt, endedAt, error }`.
+/// body, ended, sentAt, endedAt, error }`. `until(condition, ms)` waits for what the tap
+/// records (conditionWaiters): an exchange begun, answered, given bytes or ended.
 export function tapHttp() {
   const exchanges = [];
+  const waiters = conditionWaiters();
   async function tapFetch(input, init = {}) {
     const x = {
       n: exchanges.length + 1,
@@ -300,12 +364,14 @@ export function tapHttp() {
     };
     exchanges.push(x);
     if (trace) console.error(`# http ${x.n} -> ${x.method} ${x.url} ${show(x.requestHeaders)} ${x.requestBody ?? ''}`);
+    waiters.changed();
     let response;
     try {
       response = await fetch(input, init);
     } catch (error) {
       x.error = String(error);
       x.ended = true;
+      waiters.changed();
       throw error;
     }
     x.status = response.status;
@@ -313,8 +379,10 @@ export function tapHttp() {
     if (trace) console.error(`# http ${x.n} <- ${x.status} ${show(x.headers)}`);
     if (!response.body || [101, 103, 204, 205, 304].includes(response.status)) {
       x.ended = true;
+      waiters.changed();
       return response;
     }
+    waiters.changed();
     const [mine, theirs] = response.body.tee();
     (async () => {
       const decoder = new TextDecoder();
@@ -323,6 +391,7 @@ export function tapHttp() {
           const text = decoder.decode(chunk, { stream: true });
           x.body += text;
           if (trace) console.error(`# http ${x.n} <- ${show(text)}`);
+          waiters.changed();
         }
       } catch (error) {
         x.error = String(error);
@@ -330,12 +399,13 @@ export function tapHttp() {
       x.ended = true;
       x.endedAt = Date.now();
       if (trace) console.error(`# http ${x.n} <- end of body${x.error ? ` (${x.error})` : ''}`);
+      waiters.changed();
     })();
     const copy = new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
     Object.defineProperty(copy, 'url', { value: response.url });
     return copy;
   }
-  return { exchanges, fetch: tapFetch };
+  return { exchanges, fetch: tapFetch, until: waiters.until };
 }
 
 /// One tapped exchange, for a failure message.

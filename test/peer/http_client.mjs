@@ -17,9 +17,9 @@
 // bytes of its body) to stderr.
 
 import {
-  answerExchanges, check, Check, checkPinnedSdk, describeExchange, exchangeCapabilities, exchangeRefusedSteps, exchangeSteps,
-  exitWithSummary, formElicitation, HttpServer, loadSdk, notOk, sameJson, show, sleep, sseMessages, startWatchdog, step, tapHttp,
-  tapWire, textOf,
+  afterMicrotasks, answerExchanges, check, Check, checkPinnedSdk, describeExchange, exchangeCapabilities, exchangeRefusedSteps,
+  exchangeSteps, exitWithSummary, formElicitation, HttpServer, loadSdk, notOk, sameJson, show, sseMessages, startWatchdog, step,
+  tapHttp, tapWire, textOf,
 } from './harness.mjs';
 
 const usage = 'usage: node http_client.mjs <path to everything-server> [--json-response | --stateless]';
@@ -68,7 +68,7 @@ const serverLog = server.log; // the server's stderr, forwarded to ours unchange
 // Taps: every HTTP exchange the SDK makes (with the bytes of each response body, read
 // from a tee of the body the SDK reads), and every JSON-RPC message in either direction.
 
-const { exchanges, fetch: tapFetch } = tapHttp();
+const { exchanges, fetch: tapFetch, until } = tapHttp();
 const describe = describeExchange;
 const exchangeFor = (predicate) => exchanges.findLast((x) => {
   try { return x.requestBody !== undefined && predicate(JSON.parse(x.requestBody)); } catch { return false; }
@@ -183,18 +183,18 @@ function repliesAre(contentType) {
 async function sessionStreamsEnded() {
   const gets = () => exchanges.filter((x) => x.method === 'GET' && x.status === 200);
   check(gets().length > 0, `the SDK's standalone GET stream was not opened: ${show(exchanges.filter((x) => x.method === 'GET').map(describe))}`);
-  for (let i = 0; i < 100 && gets().some((x) => !x.ended); ++i) await sleep(10);
+  await until(() => gets().every((x) => x.ended));
   const open = gets().filter((x) => !x.ended);
-  check(open.length === 0, `GET streams still open 1 s after DELETE: ${show(open.map((x) => `${describe(x)}${x.requestHeaders['last-event-id'] ? ` (Last-Event-ID ${x.requestHeaders['last-event-id']})` : ''}`))}`);
+  check(open.length === 0, `GET streams still open 5 s after DELETE: ${show(open.map((x) => `${describe(x)}${x.requestHeaders['last-event-id'] ? ` (Last-Event-ID ${x.requestHeaders['last-event-id']})` : ''}`))}`);
 }
 
 /// A POST's stream ends after its response (or after the request was cancelled); one left
 /// open would tie up a connection. The final chunk may trail the response a little.
 async function postStreamsEnded() {
   const streams = () => exchanges.filter((x) => x.method === 'POST' && x.headers?.['content-type']?.startsWith('text/event-stream'));
-  for (let i = 0; i < 100 && streams().some((x) => !x.ended); ++i) await sleep(10);
+  await until(() => streams().every((x) => x.ended));
   const open = streams().filter((x) => !x.ended);
-  check(open.length === 0, `still open 1 s later: ${show(open.map((x) => `${x.requestBody} -> ${show(x.body)}`))}`);
+  check(open.length === 0, `still open 5 s later: ${show(open.map((x) => `${x.requestBody} -> ${show(x.body)}`))}`);
 }
 
 async function closeAndStop(afterClose) {
@@ -274,7 +274,7 @@ async function runSse() {
     const errorsBefore = protocolErrors.length;
     const result = await client.callTool({ name: 'count', arguments: { steps: 3, interval_ms: 10 } }, undefined,
       { onprogress: (p) => seen.push(p) });
-    await sleep(50); // let notification handlers the SDK deferred to a microtask run
+    await afterMicrotasks(); // let notification handlers the SDK deferred to a microtask run
     check(!result.isError, `isError: ${show(result)}`);
     check(textOf(result) === 'counted to 3', `text is ${show(textOf(result))}`);
 
@@ -287,8 +287,8 @@ async function runSse() {
     check(post, 'the count POST was not seen');
     check(post.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'),
       `the count POST was answered ${describe(post)}`);
-    for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
-    check(post.ended, `the count POST's event stream was still open 1 s after its response: ${describe(post)}`);
+    await until(() => post.ended);
+    check(post.ended, `the count POST's event stream was still open 5 s after its response: ${describe(post)}`);
     const messages = sseMessages(post.body);
     const responseAt = messages.findIndex((m) => m.id === id && m.method === undefined);
     check(responseAt === messages.length - 1, `the response is not the last event on the stream: ${show(messages)}`);
@@ -323,7 +323,11 @@ async function runSse() {
     const controller = new AbortController();
     const startedAt = Date.now();
     const call = client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, undefined, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 200);
+    // Aborted once the call is running: the head of its event stream goes out once the
+    // server has admitted it and the tool has begun.
+    const running = await until(() => exchangeFor((m) => m.method === 'tools/call' && m.params?.name === 'sleep')?.status !== undefined);
+    controller.abort();
+    check(running, 'the sleep POST got no answer within 5 s');
     let rejection;
     try {
       const result = await call;
@@ -341,19 +345,21 @@ async function runSse() {
     check(cancelled?.message.params?.requestId === id, `notifications/cancelled for ${show(id)} not sent: ${show(cancelled?.message)}`);
     console.log(`# sleep (id ${id}) rejected after ${elapsed} ms with ${rejection?.name}: ${rejection?.message}`);
 
-    // The session must carry on. A ping and an echo answered after the cancellation also
-    // flush anything the server might still say about the cancelled request.
+    // The session must carry on.
     await client.ping();
     const echoed = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
     check(textOf(echoed) === 'still here', `echo after cancel returned ${show(echoed)}`);
-    await sleep(300);
-    await client.ping();
-    const late = wire.filter((w) => w.dir === 'in' && w.message.id === id && w.message.method === undefined);
-    check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late.map((w) => w.message))}`);
+    // The server ends the request's stream once the request is over, answered or
+    // cancelled: then all it said about the request is in the stream's bytes (an answer
+    // would go there before the end), so no answer there is no answer at all.
     const post = exchangeFor((m) => m.id === id && m.params?.name === 'sleep');
     check(post?.status === 200, `the sleep POST was answered ${describe(post)}`);
-    console.log(`# the sleep POST's event stream ${post.ended ? `ended ${post.endedAt - startedAt} ms after the call` : 'is still open'}` +
-      `; its bytes: ${show(post.body)}`);
+    check(await until(() => post.ended), `the sleep POST's event stream was still open 5 s after the cancellation: ${describe(post)}`);
+    const answered = sseMessages(post.body).filter((m) => m.id === id && m.method === undefined);
+    check(answered.length === 0, `the server answered the cancelled request ${id}: ${show(answered)}`);
+    const late = wire.filter((w) => w.dir === 'in' && w.message.id === id && w.message.method === undefined);
+    check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late.map((w) => w.message))}`);
+    console.log(`# the sleep POST's event stream ended ${post.endedAt - startedAt} ms after the call; its bytes: ${show(post.body)}`);
   });
 
   // A later addition to the example: a tool that closes its own POST stream before it
@@ -370,8 +376,7 @@ async function runSse() {
       const id = request.message.id;
       const post = exchangeFor((m) => m.id === id && m.params?.name === 'reconnect');
       check(post?.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'), `the POST was answered ${describe(post)}`);
-      for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
-      check(post.ended, `the POST's stream is still open: ${describe(post)}`);
+      check(await until(() => post.ended), `the POST's stream is still open: ${describe(post)}`);
       check(/^id: *\S+$/m.test(post.body), `the POST's stream carried no event id to resume from: ${show(post.body)}`);
       check(!sseMessages(post.body).some((m) => m.id === id), `the response came on the POST's stream: ${show(post.body)}`);
       // Other streams above may be resumed meanwhile (see the next step): pick this one's.
@@ -391,15 +396,23 @@ async function runSse() {
     // resume: after `retry` ms it GETs with Last-Event-ID. Two streams above end that way:
     // the cancelled sleep (no response, by design) and the unknown tool (the SDK counts
     // only result responses as final, not error ones: typescript-sdk#2638). Wait until
-    // the resumptions and whatever the SDK does when they end have played out, so a slow
-    // machine sees the same run as a fast one, then require that none of it went wrong.
+    // the resumptions have played out, so a slow machine sees the same run as a fast one,
+    // then require that none of it went wrong. Played out means: every primed stream that
+    // ended without a result has been resumed by a GET naming its last event id, and every
+    // request made has been answered. (A resumed stream of a request that is over idles
+    // until the session ends, so nothing more follows.)
     const retry = Math.max(0, ...exchanges.flatMap((x) => [...x.body.matchAll(/^retry: *(\d+)$/gm)].map((m) => Number(m[1]))));
     const primed = exchanges.filter((x) => x.method === 'POST' && /^id:/m.test(x.body));
-    for (let i = 0; i < 100 && primed.some((x) => !x.ended); ++i) await sleep(10);
-    const lastEnd = Math.max(...primed.map((x) => x.endedAt ?? Date.now()));
-    const settle = lastEnd + 2 * retry + 1000 - Date.now();
-    if (settle > 0) await sleep(settle);
-    for (let i = 0; i < 100 && exchanges.some((x) => x.status === undefined && !x.ended); ++i) await sleep(10);
+    check(await until(() => primed.every((x) => x.ended)), `primed POST streams still open: ${show(primed.filter((x) => !x.ended).map(describe))}`);
+    const lastIdOf = (x) => [...x.body.matchAll(/^id: *(\S+)$/gm)].at(-1)?.[1];
+    const unanswered = primed.filter((x) => {
+      const id = JSON.parse(x.requestBody).id;
+      return !sseMessages(x.body).some((m) => m.id === id && 'result' in m);
+    });
+    const resumedBy = (x) => exchanges.find((g) => g.method === 'GET' && g.requestHeaders['last-event-id'] === lastIdOf(x));
+    const played = await until(() => unanswered.every((x) => resumedBy(x)?.status !== undefined) &&
+      exchanges.every((x) => x.status !== undefined || x.ended), 2 * retry + 10_000);
+    check(played, `streams that ended without a result and were not resumed: ${show(unanswered.filter((x) => resumedBy(x)?.status === undefined).map(describe))}`);
 
     const resumes = exchanges.filter((x) => x.method === 'GET' && x.requestHeaders['last-event-id'] !== undefined);
     const after = exchanges.filter((x) => x.method === 'GET' && x.n >= Math.min(...resumes.map((r) => r.n)));
@@ -439,7 +452,7 @@ async function runSse() {
     onAnswered: async (method, request, call, answer) => {
       const post = exchangeFor((m) => m.id === call.message.id && m.method === 'tools/call');
       check(post?.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'), `the tools/call POST was answered ${describe(post)}`);
-      for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
+      await until(() => post.ended);
       const messages = sseMessages(post.body);
       const at = messages.findIndex((m) => m.method === method && m.id === request.message.id);
       const responseAt = messages.findIndex((m) => m.id === call.message.id && m.method === undefined);
@@ -447,7 +460,7 @@ async function runSse() {
       check(responseAt > at, `the tools/call response is not after ${method} on the POST's stream: ${show(post.body)}`);
       const reply = exchangeFor((m) => m.id === answer.message.id && m.method === undefined && ('result' in m || 'error' in m));
       check(reply, `the POST carrying our answer to ${show(answer.message.id)} was not seen`);
-      for (let i = 0; i < 100 && reply.status === undefined; ++i) await sleep(10);
+      await until(() => reply.status !== undefined);
       check(reply.status === 202, `the POST carrying our answer was answered ${describe(reply)}, want 202`);
     },
   });
@@ -585,7 +598,7 @@ async function runStateless() {
 
   await step('the standalone GET stream is refused with 405', async () => {
     // After notifications/initialized the SDK tries GET; 405 tells it there is none.
-    for (let i = 0; i < 100 && !exchanges.some((x) => x.method === 'GET' && x.status !== undefined); ++i) await sleep(10);
+    await until(() => exchanges.some((x) => x.method === 'GET' && x.status !== undefined));
     const gets = exchanges.filter((x) => x.method === 'GET');
     check(gets.length === 1, `${gets.length} GET requests: ${show(gets.map(describe))}`);
     check(gets[0].status === 405, `GET answered ${describe(gets[0])}`);

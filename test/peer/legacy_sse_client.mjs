@@ -65,7 +65,7 @@ if (!started) finish();
 // Taps: every HTTP exchange the SDK makes (the event stream's bytes included), and every
 // JSON-RPC message in either direction.
 
-const { exchanges, fetch: tapFetch } = tapHttp();
+const { exchanges, fetch: tapFetch, until: tapUntil } = tapHttp();
 const path = (x) => { try { return new URL(x.url).pathname; } catch { return x.url; } };
 /// The session's event stream: the SDK's GET /sse.
 const eventStream = () => exchanges.find((x) => x.method === 'GET' && path(x) === '/sse');
@@ -77,11 +77,10 @@ const streamMessages = () => sseEvents(eventStream()?.body ?? '').filter((e) => 
 const exchangeFor = (predicate) => exchanges.findLast((x) => {
   try { return x.method === 'POST' && x.requestBody !== undefined && predicate(JSON.parse(x.requestBody)); } catch { return false; }
 });
-/// Waits (up to 1 s) until `condition()` holds; returns whether it did.
-async function until(condition) {
-  for (let i = 0; i < 100 && !condition(); ++i) await sleep(10);
-  return condition();
-}
+/// Waits until `condition()` holds, checked again whenever the HTTP tap records something
+/// (every message on the event stream is bytes the tap records); returns whether it did
+/// within 5 s.
+const until = (condition) => tapUntil(condition);
 
 const clientInfo = { name: 'droid-peer-ts-legacy-sse', version: '1.0.0' };
 // Sampling, roots and elicitation (`elicitation: {}`, form mode): the client answers the
@@ -226,7 +225,11 @@ async function run() {
     const controller = new AbortController();
     const startedAt = Date.now();
     const call = client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, undefined, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 200);
+    // Aborted once the session has the call: a ping sent after the call's POST was
+    // answered reaches the session behind the call, so its answer says the call is in.
+    await until(() => exchangeFor((m) => m.method === 'tools/call' && m.params?.name === 'sleep')?.ended);
+    await client.ping();
+    controller.abort();
     let rejection;
     try {
       const result = await call;
@@ -247,13 +250,14 @@ async function run() {
     check(post?.status === 202, `the POST carrying notifications/cancelled was answered ${describeExchange(post)}, want 202`);
     console.log(`# sleep (id ${id}) rejected after ${elapsed} ms with ${rejection?.name}: ${rejection?.message}`);
 
-    // The session must carry on. A ping and an echo answered after the cancellation also
-    // flush anything the server might still say about the cancelled request.
+    // The session must carry on. The echo also flushes anything the server might still say
+    // about the cancelled request: the cancellation wakes the sleeping tool before the
+    // echo, sent after it, starts (both on the session's shard, in order), and every answer
+    // travels on the one event stream, so an answer to the cancelled request would come
+    // before the echo's.
     await client.ping();
     const echoed = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
     check(textOf(echoed) === 'still here', `echo after cancel returned ${show(echoed)}`);
-    await sleep(300);
-    await client.ping();
     const late = streamMessages().filter((m) => m.id === id && m.method === undefined);
     check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late)}`);
   });
@@ -287,9 +291,11 @@ async function run() {
   await step('close the client: the event stream ends', async () => {
     await client.close();
     const get = eventStream();
-    check(await until(() => get.ended), `GET /sse is still open 1 s after close(): ${describeExchange(get)}`);
+    check(await until(() => get.ended), `GET /sse is still open 5 s after close(): ${describeExchange(get)}`);
   });
 
+  // Polled: the server ends the session when it sees the stream's connection close, and
+  // says so to nobody; a POST is the only way to ask, and each one is a real request.
   await step('after close, a POST to the old endpoint gets 404 within 1 s', async () => {
     const target = new URL(endpoint, sseUrl);
     const closedAt = Date.now();

@@ -120,6 +120,8 @@ if (!await step('nginx starts with the configuration docs/deployment.md shows', 
   const test = spawnSync(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-t']);
   check(test.status === 0, `nginx -t: ${test.stderr}`);
   proxy = spawn(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+  // Polled: nginx announces nothing once it listens, so a request it answers is the only
+  // sign (each try is a real connection; 5 s is the guard).
   for (let i = 0; i < 100; ++i) {
     try {
       await fetch(`https://127.0.0.1:${proxyPort}/`);
@@ -146,7 +148,7 @@ await step('a protected server behind it: the 401 and its challenge pass through
   check(meta.resource === url, `metadata: ${show(meta)}`);
   // The same port serves the next step, without tokens: this server must be gone first.
   server.child.kill('SIGTERM');
-  for (let i = 0; i < 200 && server.exit === null; ++i) await sleep(25);
+  check(await server.waitForExit(5000), 'the protected server had not exited 5 s after SIGTERM');
 });
 
 let client;

@@ -12,7 +12,7 @@
 
 import {
   answerExchanges, check, Check, checkPinnedSdk, exchangeCapabilities, exchangeSteps, exchangeUndeclaredSteps, exitWithSummary,
-  loadSdk, sameJson, show, sleep, startWatchdog, step, tapWire, textOf, watchStderr,
+  afterMicrotasks, loadSdk, sameJson, show, startWatchdog, step, tapWire, textOf, watchStderr,
 } from './harness.mjs';
 
 const serverPath = process.argv[2];
@@ -160,7 +160,7 @@ if (connected) {
     const errorsBefore = protocolErrors.length;
     const result = await client.callTool({ name: 'count', arguments: { steps: 3, interval_ms: 10 } }, undefined,
       { onprogress: (p) => seen.push(p) });
-    await sleep(50); // let notification handlers the SDK deferred to a microtask run
+    await afterMicrotasks(); // let notification handlers the SDK deferred to a microtask run
     check(!result.isError, `isError: ${show(result)}`);
     check(textOf(result) === 'counted to 3', `text is ${show(textOf(result))}`);
 
@@ -200,7 +200,10 @@ if (connected) {
     const controller = new AbortController();
     const started = Date.now();
     const call = client.callTool({ name: 'sleep', arguments: { seconds: 30 } }, undefined, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 200);
+    // Aborted once the server has the call: stdin is read in order, so a ping sent after
+    // it is answered once the call is in.
+    await client.ping();
+    controller.abort();
     let rejection;
     try {
       const result = await call;
@@ -218,13 +221,13 @@ if (connected) {
     check(cancelled?.message.params?.requestId === id, `notifications/cancelled for ${show(id)} not sent: ${show(cancelled?.message)}`);
     console.log(`# sleep (id ${id}) rejected after ${elapsed} ms with ${rejection?.name}: ${rejection?.message}`);
 
-    // The session must carry on. A ping and an echo answered after the cancellation also
-    // flush anything the server might still say about the cancelled request.
+    // The session must carry on. The echo also flushes anything the server might still say
+    // about the cancelled request: the cancellation wakes the sleeping tool before the
+    // echo, read after it, starts, and stdout is one ordered channel, so an answer to the
+    // cancelled request would come before the echo's.
     await client.ping();
     const echoed = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
     check(textOf(echoed) === 'still here', `echo after cancel returned ${show(echoed)}`);
-    await sleep(300);
-    await client.ping();
     const late = wire.filter((w) => w.dir === 'in' && w.message.id === id && w.message.method === undefined);
     check(late.length === 0, `the server answered the cancelled request ${id}: ${show(late.map((w) => w.message))}`);
   });

@@ -19,7 +19,7 @@
 // exchange) to stderr.
 
 import {
-  check, Check, checkPinnedSdk, describeExchange, exitWithSummary, HttpServer, loadSdk, sameJson, show, sleep, sseMessages,
+  check, Check, checkPinnedSdk, describeExchange, exitWithSummary, HttpServer, loadSdk, sameJson, show, sseMessages,
   startWatchdog, step, tapHttp, tapWire, textOf, watchStderr,
 } from './harness.mjs';
 
@@ -464,7 +464,7 @@ async function confirmDelete(filename, answer) {
     check(post, 'the tasks/result POST was not seen');
     check(post.status === 200 && post.headers['content-type']?.startsWith('text/event-stream'),
       `the tasks/result POST was answered ${describeExchange(post)}, want an event stream`);
-    for (let i = 0; i < 100 && !post.ended; ++i) await sleep(10);
+    await http.until(() => post.ended);
     const onStream = sseMessages(post.body);
     const at = onStream.findIndex((m) => m.method === 'elicitation/create' && m.id === asks[0].message.id);
     const responseAt = onStream.findIndex((m) => m.id === results[0].request.message.id && m.method === undefined);
@@ -474,7 +474,7 @@ async function confirmDelete(filename, answer) {
       try { const m = JSON.parse(x.requestBody ?? ''); return m.id === asks[0].message.id && m.method === undefined; } catch { return false; }
     });
     check(answerPost, 'the POST carrying our answer was not seen');
-    for (let i = 0; i < 100 && answerPost.status === undefined; ++i) await sleep(10);
+    await http.until(() => answerPost.status !== undefined);
     check(answerPost.status === 202, `the POST carrying our answer was answered ${describeExchange(answerPost)}, want 202`);
   }
   console.log(`# confirm_delete task ${task.taskId}: ${describeStream(messages)}; elicitation ${show(p)}`);
@@ -507,10 +507,17 @@ await step('cancelTask of a running slow_compute (30 s): cancelled, stays cancel
   checkTask(cancelled, 'tasks/cancel', { taskId: task.taskId, status: 'cancelled' });
   const got = await within(client.experimental.tasks.getTask(task.taskId), 'tasks/get');
   checkTask(got, 'tasks/get after tasks/cancel', { taskId: task.taskId, status: 'cancelled' });
-  // The work stops; nothing may move the task out of cancelled afterwards.
-  await sleep(500);
+  // The work stops; nothing may move the task out of cancelled afterwards. The tool's end
+  // (it answers a tool error when cancelled) is what could: the cancellation woke it on
+  // the session's shard before the next call, sent after the cancel was answered, starts
+  // there, so once a task of the same tool that does not wait has run to its end, the
+  // cancelled tool has ended too.
+  const after = await streamTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'after-cancel' } });
+  check(after.at(-1)?.type === 'result' && textOf(after.at(-1).result).startsWith('computed after-cancel'),
+    `the slow_compute task after the cancel yielded ${describeStream(after)}`);
+  created.push(after[0].task.taskId);
   const later = await within(client.experimental.tasks.getTask(task.taskId), 'tasks/get');
-  checkTask(later, 'tasks/get 500 ms after tasks/cancel', { taskId: task.taskId, status: 'cancelled' });
+  checkTask(later, 'tasks/get after a later task of the same tool ended', { taskId: task.taskId, status: 'cancelled' });
   const again = await rejection(client.experimental.tasks.cancelTask(task.taskId), 'the second tasks/cancel');
   checkCode(again, ErrorCode.InvalidParams, 'the second tasks/cancel');
   console.log(`# cancelled task ${task.taskId} ${Date.now() - started} ms after creating it; second cancel: ${again.message}`);
@@ -593,11 +600,20 @@ async function resumptionsSettled() {
   const { exchanges } = http;
   const retry = Math.min(2000, Math.max(0, ...exchanges.flatMap((x) => [...x.body.matchAll(/^retry: *(\d+)$/gm)].map((m) => Number(m[1])))));
   const primed = exchanges.filter((x) => x.method === 'POST' && /^id:/m.test(x.body));
-  for (let i = 0; i < 100 && primed.some((x) => !x.ended); ++i) await sleep(10);
-  const lastEnd = Math.max(0, ...primed.map((x) => x.endedAt ?? Date.now()));
-  const settle = lastEnd + 2 * retry + 500 - Date.now();
-  if (settle > 0) await sleep(settle);
-  for (let i = 0; i < 100 && exchanges.some((x) => x.status === undefined && !x.ended); ++i) await sleep(10);
+  // Played out: every primed stream that ended without a result has been resumed by a GET
+  // naming its last event id, and every request made has been answered (a resumed stream
+  // of a request that is over idles until its session ends: nothing more follows).
+  check(await http.until(() => primed.every((x) => x.ended)), `primed POST streams still open: ${show(primed.filter((x) => !x.ended).map(describeExchange))}`);
+  const lastIdOf = (x) => [...x.body.matchAll(/^id: *(\S+)$/gm)].at(-1)?.[1];
+  const unanswered = primed.filter((x) => {
+    const id = JSON.parse(x.requestBody).id;
+    return !sseMessages(x.body).some((m) => m.id === id && 'result' in m);
+  });
+  const resumedBy = (x) => exchanges.find((g) => g.method === 'GET' && g.requestHeaders['last-event-id'] === lastIdOf(x) &&
+    g.requestHeaders['mcp-session-id'] === x.requestHeaders['mcp-session-id']);
+  const played = await http.until(() => unanswered.every((x) => resumedBy(x)?.status !== undefined) &&
+    exchanges.every((x) => x.status !== undefined || x.ended), 2 * retry + 10_000);
+  check(played, `streams that ended without a result and were not resumed: ${show(unanswered.filter((x) => resumedBy(x)?.status === undefined).map(describeExchange))}`);
   // Each resuming GET, with the POST whose stream it resumes (the one that carried the
   // event id it names).
   const resumes = exchanges.filter((x) => x.method === 'GET' && x.requestHeaders['last-event-id'] !== undefined);

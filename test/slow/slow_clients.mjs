@@ -20,7 +20,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { check, exitWithSummary, missingPrerequisite, sleep, step } from '../peer/harness.mjs';
+import { check, exitWithSummary, missingPrerequisite, sleep, step, within } from '../peer/harness.mjs';
 
 const serverPath = process.argv[2];
 if (!serverPath) {
@@ -86,7 +86,10 @@ const asan = [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean)
 const server = spawn(serverPath, ['--http', '127.0.0.1:0'],
   { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ASAN_OPTIONS: asan } });
 let serverExited = null;
-server.on('exit', (code, signal) => { serverExited = { code, signal }; });
+const serverExit = new Promise((resolve) => server.on('exit', (code, signal) => {
+  serverExited = { code, signal };
+  resolve();
+}));
 let serverErr = '';
 server.stderr.on('data', (d) => { serverErr += d; });
 const watchdog = setTimeout(() => {
@@ -244,7 +247,8 @@ async function attack(name, args, seconds, connections, sid) {
   const code = await toolDone;
   await sampler;
 
-  // Once slowhttptest has closed its sockets, the server must close its ends.
+  // Once slowhttptest has closed its sockets, the server must close its ends. Polled
+  // (/proc/PID/fd, for at most 5 s): the server says nothing as it closes them.
   let afterFds = fds();
   for (let waited = 0; afterFds > baseFds + FD_SLACK && waited < 5000; waited += 100) {
     await sleep(100);
@@ -358,7 +362,7 @@ await step('the server stops cleanly on SIGTERM (exit 0, so no sanitizer report)
   check(serverExited === null, `the server exited during the run: ${JSON.stringify(serverExited)}`);
   keepAlive.destroy();
   server.kill('SIGTERM');
-  for (let waited = 0; serverExited === null && waited < 10_000; waited += 100) await sleep(100);
+  await within(serverExit, 10_000);
   check(serverExited?.code === 0, `exit ${JSON.stringify(serverExited)}; stderr: ${serverErr.slice(-2000)}`);
 });
 rmSync(work, { recursive: true, force: true });

@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: BSL-1.0
-// The soak run's load generator and monitor (scripts/soak; docs/reliability.md#soak-run):
-// starts everything-server over HTTP with --diagnostics, drives it for MINUTES with a few
-// concurrent workers mixing every kind of traffic, prints one line a minute, and ends with a
-// verdict on whether the server's memory and descriptors stayed flat.
+// The soak run's load generator and monitor (scripts/soak; docs/reliability.md#soak-run),
+// and its short form, test `example-load` (test/soak/meson.build): starts everything-server
+// over HTTP with --diagnostics, drives it with a few concurrent workers mixing every kind of
+// traffic, stops the load and checks that the server is back to idle, then starts the load
+// again and stops the server with SIGTERM in the middle of it.
 //
-//   node test/soak/load.mjs EVERYTHING_SERVER MINUTES
+//   node test/soak/load.mjs EVERYTHING_SERVER MINUTES            # the soak: a line a minute
+//   node test/soak/load.mjs EVERYTHING_SERVER --seconds SECONDS  # the short run: a line every 5 s
+//
+// The soak's verdict is on whether the server's memory and descriptors stayed flat, which
+// takes minutes to say. The short run is for the sanitizer builds (ThreadSanitizer above
+// all): it runs the server with two shards (--threads 2), so sessions, connections and the
+// requests that cross between them land on different threads, and its verdict is what a few
+// seconds can show: every kind of operation ran and none failed, and afterwards the server
+// holds no session and no connection, no more live frames or descriptors than when idle,
+// and exits 0 on SIGTERM under load (a sanitizer report makes it exit otherwise).
 //
 // The traffic, each worker taking the kinds in turn:
 // - churn: a new SDK client initializes, lists tools, calls echo and add, DELETEs its session;
@@ -20,18 +30,36 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
-const sdk = new URL('../peer/node_modules/@modelcontextprotocol/sdk/dist/esm/', import.meta.url);
-const [{ Client }, { StreamableHTTPClientTransport }, { CreateMessageRequestSchema, ElicitRequestSchema }] =
-  await Promise.all([import(new URL('client/index.js', sdk)), import(new URL('client/streamableHttp.js', sdk)),
-    import(new URL('types.js', sdk))]);
+import { missingPrerequisite } from '../peer/harness.mjs';
 
-const [serverPath, minutesArg] = process.argv.slice(2);
-const minutes = Number(minutesArg ?? 30);
-if (!serverPath || !(minutes > 0)) {
-  console.error('usage: node test/soak/load.mjs EVERYTHING_SERVER MINUTES');
+const usage = 'usage: node test/soak/load.mjs EVERYTHING_SERVER MINUTES | --seconds SECONDS';
+const [serverPath, ...rest] = process.argv.slice(2);
+const short = rest[0] === '--seconds';
+const minutes = short ? Number(rest[1]) / 60 : Number(rest[0] ?? 30);
+if (!serverPath || !(minutes > 0) || rest.length > (short ? 2 : 1) || (!short && !Number.isInteger(minutes))) {
+  console.error(usage);
   process.exit(2);
 }
+
+// A missing SDK is a skip (exit 77), or a failure under DROID_REQUIRE_PEERS=1 (as in CI),
+// like every peer test's: imported dynamically, so that decision can be made at all.
+const sdk = new URL('../peer/node_modules/@modelcontextprotocol/sdk/dist/esm/', import.meta.url);
+let Client, StreamableHTTPClientTransport, CreateMessageRequestSchema, ElicitRequestSchema;
+try {
+  [{ Client }, { StreamableHTTPClientTransport }, { CreateMessageRequestSchema, ElicitRequestSchema }] =
+    await Promise.all([import(new URL('client/index.js', sdk)), import(new URL('client/streamableHttp.js', sdk)),
+      import(new URL('types.js', sdk))]);
+} catch (error) {
+  if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+  missingPrerequisite(`@modelcontextprotocol/sdk is not installed in test/peer/node_modules; run scripts/install-deps (${error.message.split('\n')[0]})`);
+}
+
 const WORKERS = 3;
+// The short run samples every 5 s and reads the server's diagnostics every second; the
+// soak a line a minute and diagnostics every 10 s (a line a second for half an hour is noise).
+const SAMPLE_MS = short ? 5_000 : 60_000;
+const DIAGNOSTICS_S = short ? 1 : 10;
+const runMs = minutes * 60_000;
 // The verdict's window: the last 10 minutes, or from minute 2 in a shorter run (the first
 // minutes fill the allocator's pools and the event rings).
 const windowStart = Math.max(2, minutes - 10);
@@ -46,10 +74,20 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // ---------------------------------------------------------------------------------------
 // The server
 
-const server = spawn(serverPath, ['--http', '127.0.0.1:0', '--diagnostics', '10'], { stdio: ['ignore', 'pipe', 'pipe'] });
-let exited = null;
-server.on('exit', (code, signal) => { exited = { code, signal }; });
-let diag = null, diagSeen = 0, errTail = '';
+// Two shards in the short run, whatever the machine: it is there to put sessions and their
+// connections on different threads. The soak keeps the default (one per core), what users run.
+const serverArgs = ['--http', '127.0.0.1:0', '--diagnostics', String(DIAGNOSTICS_S), ...(short ? ['--threads', '2'] : [])];
+const server = spawn(serverPath, serverArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+let exited = null, exitedAt = null;
+const exitedPromise = new Promise((resolve) => server.on('exit', (code, signal) => {
+  exited = { code, signal };
+  exitedAt = Date.now();
+  resolve();
+}));
+let diag = null, errTail = '';
+// Waiters on the server's diagnostics lines: each `{ until, resolve }` is resolved with the
+// first line `until` accepts.
+const diagWaiters = new Set();
 server.stderr.setEncoding('utf8');
 let partial = '';
 server.stderr.on('data', (d) => {
@@ -60,8 +98,11 @@ server.stderr.on('data', (d) => {
     const m = /diagnostics: sessions (\d+) connections (\d+) live_frames (-?\d+)/.exec(line);
     if (m) {
       diag = { sessions: Number(m[1]), connections: Number(m[2]), frames: Number(m[3]) };
-      diagSeen += 1;
+      for (const w of diagWaiters) if (w.until(diag)) w.resolve(diag);
     } else {
+      // Everything else the server says (a sanitizer's report above all) goes to our
+      // stderr as it comes, and its end is kept for the verdict.
+      process.stderr.write(`server: ${line}\n`);
       errTail = (errTail + line + '\n').slice(-4000);
     }
   }
@@ -76,20 +117,42 @@ const url = await new Promise((resolve, reject) => {
 });
 const rssMiB = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))[1]) / 1024;
 const fds = () => readdirSync(`/proc/${server.pid}/fd`).length;
-async function freshDiagnostics() {
-  const seen = diagSeen;
-  for (let waited = 0; diagSeen === seen && waited < 15_000; waited += 100) await sleep(100);
-  return diag;
+/// The first diagnostics line from now on that `until` accepts; after `ms` without one,
+/// the last line seen (or null), for the verdict to show.
+function diagnostics(until = () => true, ms = 3 * DIAGNOSTICS_S * 1000) {
+  return new Promise((resolve) => {
+    const w = { until, resolve: (d) => { diagWaiters.delete(w); clearTimeout(timer); resolve(d); } };
+    const timer = setTimeout(() => w.resolve(diag), ms);
+    diagWaiters.add(w);
+  });
 }
 
 // ---------------------------------------------------------------------------------------
 // Counting
 
-const done = {}, failed = {}, firstErrors = [];
+// The operations of the load phase. Those of the shutdown (see the end) are counted apart:
+// they are expected to fail once the server is gone.
+let done = {}, failed = {}, firstErrors = [];
 let clientSessions = 0;  // sessions the load generator holds open right now
 function count(kind, ok, why) {
   (ok ? done : failed)[kind] = ((ok ? done : failed)[kind] ?? 0) + 1;
   if (!ok && firstErrors.length < 20) firstErrors.push(`${kind}: ${why}`);
+  settle();
+}
+let inFlight = 0;  // operations under way right now
+// Who waits for the counts to reach some state: `until` is checked again whenever an
+// operation starts or ends.
+const loadWaiters = new Set();
+function settle() {
+  for (const w of loadWaiters) {
+    if (w.until()) {
+      loadWaiters.delete(w);
+      w.resolve();
+    }
+  }
+}
+function whenLoad(until) {
+  return until() ? Promise.resolve() : new Promise((resolve) => loadWaiters.add({ until, resolve }));
 }
 const total = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 class Unexpected extends Error {}
@@ -203,7 +266,7 @@ async function modern() {
 // ---------------------------------------------------------------------------------------
 // The SDK client
 
-async function sdkClient(name, withHandlers) {
+async function sdkClient(name, withHandlers, fetchImpl = undefined) {
   const client = new Client({ name, version: '1' },
     { capabilities: withHandlers ? { sampling: {}, elicitation: { form: {} } } : {} });
   if (withHandlers) {
@@ -211,7 +274,7 @@ async function sdkClient(name, withHandlers) {
       content: { type: 'text', text: 'a short summary' } }));
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Soak', guests: 3 } }));
   }
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const transport = new StreamableHTTPClientTransport(new URL(url), fetchImpl ? { fetch: fetchImpl } : undefined);
   await client.connect(transport);
   clientSessions += 1;
   return { client, transport };
@@ -260,12 +323,14 @@ async function cancel(c) {
 // ---------------------------------------------------------------------------------------
 // Workers and the monitor
 
+const kinds = ['churn', 'exchange', 'cancel', 'resume', 'drop', 'modern'];
 let running = true;
 async function worker(w) {
   let c = null, sid = null, uses = 0;
-  const kinds = ['churn', 'exchange', 'cancel', 'resume', 'drop', 'modern'];
   for (let turn = w; running; turn += 1) {
     const kind = kinds[turn % kinds.length];
+    inFlight += 1;
+    settle();
     try {
       // The long-lived sessions are renewed now and then, so they churn too.
       if (uses >= 30) {
@@ -289,8 +354,11 @@ async function worker(w) {
       // Start the worker's sessions afresh: one of them may be what failed.
       c = sid = null;
       uses = 0;
+      inFlight -= 1;
       await sleep(200);
+      continue;
     }
+    inFlight -= 1;
     await sleep(10);
   }
   if (c) await sdkClose(c).catch(() => {});
@@ -299,59 +367,118 @@ async function worker(w) {
 
 const started = Date.now();
 const samples = [];
-const idleFrames = (await freshDiagnostics())?.frames ?? 0;
+const idleFrames = (await diagnostics())?.frames ?? 0;
 const startFds = fds();
-console.log(`soak: ${serverPath} at ${url}, ${minutes} min, ${WORKERS} workers; idle: RSS ${rssMiB().toFixed(1)} MiB, ` +
-  `${startFds} fds, ${idleFrames} live frames`);
-console.log('  min   RSS MiB   fds  sessions(server/load)  conns  frames        ops  errors');
-function sample(minute) {
-  const s = { minute, rss: rssMiB(), fds: fds(), requests: total(done), errors: total(failed), ...diag };
+const unit = short ? 's' : 'min';
+console.log(`soak: ${serverPath} at ${url}, ${short ? `${runMs / 1000} s` : `${minutes} min`}, ${WORKERS} workers, ` +
+  `server ${serverArgs.join(' ')}; idle: RSS ${rssMiB().toFixed(1)} MiB, ${startFds} fds, ${idleFrames} live frames`);
+console.log(`${unit.padStart(5)}   RSS MiB   fds  sessions(server/load)  conns  frames        ops  errors`);
+function sample(at) {
+  const s = { at, rss: rssMiB(), fds: fds(), requests: total(done), errors: total(failed), ...diag };
   samples.push(s);
-  console.log(`${String(minute).padStart(5)} ${s.rss.toFixed(1).padStart(9)} ${String(s.fds).padStart(5)} ` +
+  console.log(`${String(at).padStart(5)} ${s.rss.toFixed(1).padStart(9)} ${String(s.fds).padStart(5)} ` +
     `${`${s.sessions ?? '?'}/${clientSessions}`.padStart(22)} ${String(s.connections ?? '?').padStart(6)} ` +
     `${String(s.frames ?? '?').padStart(7)} ${String(s.requests).padStart(10)} ${String(s.errors).padStart(7)}`);
 }
 const workers = Array.from({ length: WORKERS }, (_, w) => worker(w));
-for (let minute = 1; minute <= minutes; minute += 1) {
-  await sleep(started + minute * 60_000 - Date.now());
+for (let n = 1; n * SAMPLE_MS <= runMs; n += 1) {
+  await Promise.race([sleep(started + n * SAMPLE_MS - Date.now()), exitedPromise]);
   if (exited) break;
-  sample(minute);
+  sample(short ? n * SAMPLE_MS / 1000 : n);
 }
+await Promise.race([sleep(started + runMs - Date.now()), exitedPromise]);
 running = false;
 await Promise.all(workers);
 
-// Drained: every session the load opened is deleted; what is left is what leaked.
-await sleep(2000);
-const after = await freshDiagnostics();
-const afterFds = fds();
+// Drained: every session the load opened is deleted, and the client's pooled keep-alive
+// connections close on their own within seconds (Node's fetch keeps one idle for 4 s).
+// What is left after that is what leaked: waited for as a diagnostics line that shows it,
+// for at most 20 s or three diagnostics periods before the verdict reads what it has.
+const idle = (d) => d.sessions === 0 && d.connections === 0 && d.frames <= idleFrames;
+const after = exited ? diag : await diagnostics(idle, Math.max(20_000, 3 * DIAGNOSTICS_S * 1000));
+const afterFds = exited ? NaN : fds();
 const verdicts = [];
 function verdict(ok, what) {
   verdicts.push(ok);
   console.log(`${ok ? 'ok' : 'NOT OK'} - ${what}`);
 }
-const inWindow = samples.filter((s) => s.minute >= windowStart);
-const first = inWindow[0], last = inWindow.at(-1);
 console.log(`soak: ${total(done)} operations done, ${total(failed)} failed; by kind: ${JSON.stringify(done)}` +
   (total(failed) ? `; failed: ${JSON.stringify(failed)}` : ''));
 for (const e of firstErrors) console.log(`  error: ${e}`);
 verdict(exited === null, `the server ran throughout${exited ? ` (exited: ${JSON.stringify(exited)}; ${errTail})` : ''}`);
 verdict(total(failed) === 0, `no operation failed unexpectedly (${total(failed)} failed)`);
-if (first && last && last.minute > first.minute) {
-  verdict(last.rss - first.rss <= RSS_GROWTH_MIB, `RSS flat from minute ${first.minute} to ${last.minute}: ` +
-    `${first.rss.toFixed(1)} -> ${last.rss.toFixed(1)} MiB (at most +${RSS_GROWTH_MIB})`);
-  verdict(last.fds - first.fds <= FD_GROWTH, `descriptors flat from minute ${first.minute} to ${last.minute}: ` +
-    `${first.fds} -> ${last.fds} (at most +${FD_GROWTH})`);
+if (short) {
+  // Without this a server that served nothing would pass every other line.
+  const missing = kinds.filter((k) => !done[k]);
+  verdict(missing.length === 0, `every kind of operation ran at least once${missing.length ? ` (never: ${missing.join(', ')})` : ''}`);
 } else {
-  verdict(false, `the run is too short for a verdict (the window starts at minute ${windowStart})`);
+  const inWindow = samples.filter((s) => s.at >= windowStart);
+  const first = inWindow[0], last = inWindow.at(-1);
+  if (first && last && last.at > first.at) {
+    verdict(last.rss - first.rss <= RSS_GROWTH_MIB, `RSS flat from minute ${first.at} to ${last.at}: ` +
+      `${first.rss.toFixed(1)} -> ${last.rss.toFixed(1)} MiB (at most +${RSS_GROWTH_MIB})`);
+    verdict(last.fds - first.fds <= FD_GROWTH, `descriptors flat from minute ${first.at} to ${last.at}: ` +
+      `${first.fds} -> ${last.fds} (at most +${FD_GROWTH})`);
+  } else {
+    verdict(false, `the run is too short for a verdict (the window starts at minute ${windowStart})`);
+  }
 }
 verdict(afterFds <= startFds + 2, `descriptors after the load: ${afterFds} (idle at the start: ${startFds})`);
 verdict(after?.sessions === 0, `sessions after the load: ${after?.sessions} (want 0: the load deleted all it opened)`);
+verdict(after?.connections === 0, `connections after the load: ${after?.connections} (want 0: the load closed all it opened)`);
 verdict(after?.frames !== undefined && after.frames <= idleFrames,
   `live coroutine frames after the load: ${after?.frames} (idle at the start: ${idleFrames})`);
 
-server.kill('SIGTERM');
-for (let waited = 0; exited === null && waited < 10_000; waited += 100) await sleep(100);
-verdict(exited?.code === 0, `the server stopped cleanly on SIGTERM (${JSON.stringify(exited)})`);
+// Last, a shutdown under load: the workers start again, one more client holds a 30 s
+// `sleep` call (which the drain deadline, 2 s, must cut short), and SIGTERM comes once
+// every worker has an operation under way. The server must exit 0, and in bounded time;
+// what the workers see meanwhile is not judged (their requests fail as the server goes).
+if (!exited) {
+  // From the SIGTERM on, the SDK's own sends (a cancel, a reconnection) fail with nobody
+  // awaiting them; before it, an unhandled rejection is a failure as usual.
+  let stopping = false;
+  process.on('unhandledRejection', (reason) => {
+    if (stopping) return;
+    console.log(`NOT OK - an unhandled rejection under load: ${reason?.stack ?? reason}`);
+    process.exit(1);
+  });
+  done = {};
+  failed = {};
+  firstErrors = [];
+  running = true;
+  // Not awaited: what they are doing when the server goes is left to fail, and
+  // process.exit below ends it.
+  for (let w = 0; w < WORKERS; w += 1) worker(w);
+  // The held call is under way once the server has answered its POST with the head of an
+  // event stream.
+  let heldStarted;
+  const heldUnderWay = new Promise((resolve) => { heldStarted = resolve; });
+  const holder = await sdkClient('soak-holder', false, async (input, init) => {
+    const response = await fetch(input, init);
+    if (typeof init?.body === 'string' && init.body.includes('"sleep"') && response.ok) heldStarted();
+    return response;
+  }).catch(() => null);
+  holder?.client.callTool({ name: 'sleep', arguments: { seconds: 30 } }).catch(() => {});
+  // Every worker past its first operations (its sessions open) and in the middle of one.
+  // (30 s is only the guard of a load that never gets going.)
+  const loaded = await Promise.race([Promise.all([holder ? heldUnderWay : null,
+    whenLoad(() => total(done) >= 2 * WORKERS && inFlight >= WORKERS)]).then(() => true),
+  exitedPromise.then(() => false), sleep(30_000).then(() => false)]);
+  const inFlightAtStop = inFlight, sessionsAtStop = clientSessions;
+  const sent = Date.now();
+  stopping = true;
+  server.kill('SIGTERM');
+  await Promise.race([exitedPromise, sleep(15_000)]);
+  running = false;
+  verdict(exited?.code === 0 && exited?.signal === null && loaded,
+    `the server stopped cleanly on SIGTERM under load (${JSON.stringify(exited)}, ` +
+    `${exited ? `${exitedAt - sent} ms after it` : 'not within 15 s'}; ${inFlightAtStop} operations under way, ` +
+    `${sessionsAtStop} sessions open${holder ? ', a 30 s call held' : ', the holding client failed to connect'}` +
+    `${loaded ? '' : '; the load never got going, or the server had exited'})`);
+} else {
+  verdict(false, `the server stopped cleanly on SIGTERM under load (it had exited: ${JSON.stringify(exited)})`);
+}
+server.kill('SIGKILL');
 const pass = verdicts.every(Boolean);
 console.log(pass ? 'soak: PASS' : 'soak: FAIL');
 process.exit(pass ? 0 : 1);

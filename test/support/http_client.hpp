@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -120,6 +121,20 @@ class raw_connection {
     const ssize_t n = ::recv(fd_, &c, 1, 0);
     if (n > 0) buffer_ += c;
     return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+  /// Waits until the server has closed the connection, without reading anything: true
+  /// when its end of input (a FIN) or a reset arrived within `timeout_ms`. What is unread
+  /// stays unread.
+  ///
+  /// Why a close can be waited on: the listener counts a connection out in its destructor
+  /// and the socket closes after that, so once the close arrives `connections()` no
+  /// longer counts it. A FIN arrives only behind everything the server sent, so a client
+  /// whose window is full sees only a reset, which the server sends when it closes with
+  /// bytes of the client's still unread (send one after the request to arrange that).
+  bool hung_up(int timeout_ms = 20'000) {
+    pollfd p{fd_, POLLRDHUP, 0};
+    return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
   }
 
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }

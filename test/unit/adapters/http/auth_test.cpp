@@ -24,6 +24,7 @@
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 #include <droid/application/server/server.hpp>
 
+#include "events.hpp"
 #include "http_client.hpp"
 
 using droid::test::mcp_post;
@@ -77,6 +78,8 @@ BOOST_DESCRIBE_STRUCT(name_form, (), (name))
 struct auth_fixture {
   droid::server srv;
   std::shared_ptr<table_verifier> verifier = std::make_shared<table_verifier>();
+  /// Raised by `wait` as it begins: its call was admitted and holds its request slot.
+  droid::test::event_count waits_started;
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
 
@@ -101,7 +104,8 @@ struct auth_fixture {
     admin.description = "Resets everything";
     admin.required_scopes = {"admin"};
     srv.tool(std::move(admin), [](droid::tool_context&) -> droid::task<std::string> { co_return "reset"; });
-    srv.tool("wait", "Waits", [](droid::tool_context& ctx, wait_args a) -> droid::task<std::string> {
+    srv.tool("wait", "Waits", [this](droid::tool_context& ctx, wait_args a) -> droid::task<std::string> {
+      waits_started.raise();
       co_await ctx.sleep(std::chrono::milliseconds(a.ms));
       co_return "waited";
     });
@@ -521,7 +525,8 @@ TEST_SUITE("adapters/http") {
     raw_connection c1(f.port()), c2(f.port()), c3(f.port()), c4(f.port());
     c1.send(mcp_post(call_body(1, "wait", R"({"ms":600})"), in_session + bearer("alice")));
     c2.send(mcp_post(call_body(2, "wait", R"({"ms":600})"), in_session + bearer("alice")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // Both calls admitted: each holds its slot from its admission to its answer.
+    REQUIRE(f.waits_started.wait_for(2));
     c3.send(mcp_post(call_body(3, "whoami"), in_session + bearer("alice")));
     auto r = c3.read_response();
     REQUIRE(r);
@@ -537,6 +542,12 @@ TEST_SUITE("adapters/http") {
       r = c->read_response();
       REQUIRE(r);
       CHECK(r->status == 200);
+      // Answered before the gate (it takes no slot), and read only once the call before
+      // it on this connection has let its slot go, which its answer arriving does not say.
+      c->send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      r = c->read_response();
+      REQUIRE(r);
+      CHECK(r->status == 204);
     }
     // The slots came back with the answers.
     c3.send(mcp_post(call_body(4, "whoami"), in_session + bearer("alice")));

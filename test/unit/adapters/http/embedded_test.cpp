@@ -133,8 +133,10 @@ TEST_SUITE("adapters/http") {
       REQUIRE(init);
       const std::string sid = *init->header("mcp-session-id");
       c.send(mcp_post(call(1, 5'000), "Mcp-Session-Id: " + sid + "\r\n"));
-      // The tool is running (its stream is open) when the listener goes away.
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // The tool is running (its stream is open) when the listener goes away: the head of
+      // the event stream goes out once the tool has begun and suspended.
+      CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+      CHECK(app.tool_thread.load() != std::thread::id());
     }
     // The destructor stopped it; the tool is cancelled after the drain and the contexts
     // run out of work by themselves. Under the sanitizers this also proves that nothing the

@@ -5,7 +5,6 @@
 /// A1, A2, A4, A5, B1, B4, B5, B9, E8).
 #include <droid/adapters/primary/transport/http/http.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -16,12 +15,14 @@
 
 #include <boost/describe.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <doctest/doctest.h>
 
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include "events.hpp"
 #include "http_client.hpp"
 
 using droid::test::mcp_post;
@@ -47,8 +48,9 @@ struct server_fixture {
   droid::server srv{droid::server_info{.name = "http-test", .version = "1"}};
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
-  std::atomic<int> asks_cancelled{0};
-  std::atomic<int> asks_ended{0};
+  /// Raised by `ask` when its question is withdrawn (`cancelled`) or its session ends.
+  droid::test::event_count asks_cancelled;
+  droid::test::event_count asks_ended;
 
   explicit server_fixture(droid::http::options opts = {}) {
     srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
@@ -68,8 +70,8 @@ struct server_fixture {
              });
     srv.tool("ask", "Asks the client's model", [this](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
       auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
-      if (!answer && answer.error().condition == droid::errc::cancelled) ++asks_cancelled;
-      if (!answer && answer.error().condition == droid::errc::session_ended) ++asks_ended;
+      if (!answer && answer.error().condition == droid::errc::cancelled) asks_cancelled.raise();
+      if (!answer && answer.error().condition == droid::errc::session_ended) asks_ended.raise();
       if (!answer) co_return droid::tool_result::error(answer.error().message);
       co_return droid::tool_result::text("model said " + droid::ir::to_json_text(answer.value().at("content")));
     });
@@ -553,9 +555,13 @@ TEST_SUITE("adapters/http") {
     raw_connection over(f.port());
     CHECK(over.closed_by_peer());  // closed at once, without a response
     for (auto& c : held) CHECK(ping(*c) == 204);  // the three are untouched
+    // The server closes the third after answering, so the slot's release is something the
+    // client sees (hung_up says why: a client's own close would not be).
+    held.back()->send("OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    CHECK(held.back()->read_response()->status == 204);
+    REQUIRE(held.back()->hung_up());
+    CHECK(f.listener->connections() == 2);
     held.pop_back();
-    for (int i = 0; i < 100 && f.listener->connections() > 2; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     raw_connection again(f.port());
     CHECK(ping(again) == 204);
   }
@@ -565,17 +571,19 @@ TEST_SUITE("adapters/http") {
     o.write_timeout = std::chrono::milliseconds(300);
     o.max_queued_bytes = 64u << 20;  // so that the queue bound cannot be what closes it
     server_fixture f(o);
-    raw_connection c(f.port());
+    // Reads wait up to 30 s: the head goes out once the tool's first step has queued all
+    // 20 MB, which takes seconds under ThreadSanitizer on a busy machine.
+    raw_connection c(f.port(), 30'000);
     const std::string sid = f.initialize(c);
     CHECK(f.listener->connections() == 1);
-    // 20 MB of notifications, of which the client reads nothing.
+    // 20 MB of notifications, of which the client reads the head and nothing more.
     c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood"}})", "Mcp-Session-Id: " + sid + "\r\n"));
-    bool closed = false;
-    for (int i = 0; i < 300 && !closed; ++i) {
-      closed = f.listener->connections() == 0;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    CHECK(closed);
+    CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+    // A byte the server leaves unread while it answers, so that its close is a reset, the
+    // one close that reaches a client whose window is full (see hung_up).
+    c.send("P");
+    REQUIRE(c.hung_up());
+    CHECK(f.listener->connections() == 0);
     // The session lives on: another connection uses it.
     raw_connection again(f.port());
     again.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
@@ -588,16 +596,19 @@ TEST_SUITE("adapters/http") {
     droid::http::options o;
     o.session_idle_timeout = std::chrono::milliseconds(300);
     o.keep_alive_interval = std::chrono::milliseconds(100);
+    droid::test::counted_stores stores;
+    o.event_store = stores.factory();
     server_fixture f(o);
     raw_connection c(f.port());
-    const std::string idle = f.initialize(c);
     const std::string streaming = f.initialize(c);
     raw_connection get(f.port());
     get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + streaming +
              "\r\n\r\n");
     (void)get.read_until("\r\n\r\n");
-    for (int i = 0; i < 100 && f.listener->sessions() > 1; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Made after the stream opened, so the pass of the reaper that takes it finds the
+    // streaming session idle for longer: only its stream can keep it.
+    const std::string idle = f.initialize(c);
+    REQUIRE(stores.released->wait_for(1));  // the idle session's store: it is out of the table
     CHECK(f.listener->sessions() == 1);
     c.send(mcp_post(call_body(1, "a"), "Mcp-Session-Id: " + idle + "\r\n"));
     CHECK(c.read_response()->status == 404);
@@ -608,34 +619,48 @@ TEST_SUITE("adapters/http") {
   TEST_CASE("a tool running after its client dropped keeps the session past the idle timeout (E8)") {
     droid::http::options o;
     o.session_idle_timeout = std::chrono::milliseconds(200);
+    droid::test::counted_stores stores;
+    o.event_store = stores.factory();
     server_fixture f(o);
     raw_connection c(f.port());
-    const std::string sid = f.initialize(c);
+    const std::string sid = f.initialize(c, R"({"sampling":{}})");
     const std::string headers = "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
     std::string id;
+    boost::json::value question;
     {
+      // The tool waits on the client's model: it runs until the test answers, however
+      // long the reaper takes.
       raw_connection post(f.port());
-      post.send(mcp_post(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{"ms":1500},"_meta":{"progressToken":1}}})",
-                         headers));
-      const std::string head = post.read_until("started");
+      post.send(mcp_post(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask"}})", headers));
+      std::string head = post.read_until("sampling/createMessage");
+      head += post.read_until("\n\n");
       const auto at = head.rfind("id: ");
       REQUIRE(at != std::string::npos);
       id = head.substr(at + 4, head.find('\n', at) - at - 4);
+      question = sse_messages(head).back();
+      // Half-closed rather than closed: to the server it is the same end of input, and
+      // its close that follows says it has let go of the stream.
+      post.shutdown_write();
+      REQUIRE(post.hung_up());
     }  // the client is gone, its tool is not
-    // Several idle timeouts (and reaper rounds) with no stream open and no traffic.
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    // A session made after that, with nothing running: the pass of the reaper that takes
+    // it finds `sid` with no stream, idle for longer, and keeps it for its tool alone.
+    (void)f.initialize(c);
+    REQUIRE(stores.released->wait_for(1));
     CHECK(f.listener->sessions() == 1);
     {
       raw_connection get(f.port());
       get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n" + headers +
                "Last-Event-ID: " + id + "\r\n\r\n");
-      std::string raw = get.read_until("waited");
-      CHECK(raw.rfind("HTTP/1.1 200", 0) == 0);
-      CHECK(raw.find("waited") != std::string::npos);
+      CHECK(get.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + boost::json::serialize(question.at("id")) +
+                          R"(,"result":{"role":"assistant","content":{"type":"text","text":"late"}}})",
+                      headers));
+      CHECK(c.read_response()->status == 202);
+      CHECK(get.read_until("model said").find("model said") != std::string::npos);
     }
     // Still bounded: answered and with no stream left, the session is reaped as usual.
-    for (int i = 0; i < 100 && f.listener->sessions() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(stores.released->wait_for(2));
     CHECK(f.listener->sessions() == 0);
   }
 
@@ -764,6 +789,8 @@ TEST_SUITE("adapters/http") {
     droid::http::options o;
     o.max_sessions = 200;
     o.session_idle_timeout = std::chrono::milliseconds(200);
+    droid::test::counted_stores stores;
+    o.event_store = stores.factory();
     server_fixture f(o);
     raw_connection c(f.port());
     int created = 0, refused = 0;
@@ -776,8 +803,9 @@ TEST_SUITE("adapters/http") {
       REQUIRE(f.listener->sessions() <= 200);
     }
     CHECK(created >= 200);
-    for (int i = 0; i < 100 && f.listener->sessions() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Every store made is let go: the refused sessions' at once, the others' as they are
+    // reaped.
+    REQUIRE(stores.released->wait_for(stores.made->value()));
     CHECK(f.listener->sessions() == 0);
   }
 
@@ -961,6 +989,8 @@ TEST_SUITE("adapters/http") {
   }
 
   TEST_CASE("legacy HTTP+SSE: unknown, missing and malformed sessions; the session ends with its stream (A12)") {
+    // The session holds a question when its stream goes, which shows it ended: the
+    // question is released with session_ended only once the session is out of the table.
     droid::http::options o;
     o.legacy_sse = true;
     server_fixture f(o);
@@ -980,9 +1010,15 @@ TEST_SUITE("adapters/http") {
       path = stream.read_until("\n");
       path.pop_back();
       CHECK(f.listener->sessions() == 1);
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{"sampling":{}},"clientInfo":{"name":"old","version":"1"}}})",
+                      {}, path));
+      CHECK(c.read_response()->status == 202);
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}})", {}, path));
+      CHECK(c.read_response()->status == 202);
+      (void)stream.read_until("sampling/createMessage");
     }  // the client hangs up
-    for (int i = 0; i < 50 && f.listener->sessions() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    CHECK(f.listener->sessions() == 0);  // within a second
+    REQUIRE(f.asks_ended.wait_for(1));
+    CHECK(f.listener->sessions() == 0);
     c.send(mcp_post(ping, {}, path));
     CHECK(c.read_response()->status == 404);
   }
@@ -1015,8 +1051,8 @@ TEST_SUITE("adapters/http") {
     // The server watches the stream's connection, so the hang-up is seen at once, not at
     // the next write (docs/reliability.md, E6a: released within 1 s).
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 100 && f.asks_cancelled == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    CHECK(f.asks_cancelled == 1);
+    CHECK(f.asks_cancelled.wait_for(1));
+    CHECK(f.asks_cancelled.value() == 1);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
     c.send(mcp_post(R"({"jsonrpc":"2.0","id":7,"method":"ping"})", "Mcp-Session-Id: " + sid + "\r\n"));
     CHECK(c.read_response()->status == 200);  // the session goes on
@@ -1031,10 +1067,10 @@ TEST_SUITE("adapters/http") {
                        "Mcp-Session-Id: " + sid + "\r\n"));
     (void)call.read_until("sampling/createMessage");
     droid::http::listener& l = *f->listener;
-    std::atomic<int>& ended = f->asks_ended;
+    droid::test::event_count& ended = f->asks_ended;
     l.stop();
     f->runner.join();
-    CHECK(ended == 1);
+    CHECK(ended.value() == 1);
     f->runner = std::thread([] {});
   }
 }

@@ -8,8 +8,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -23,8 +27,10 @@
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/task_store.hpp>
 
+#include "events.hpp"
 #include "http_client.hpp"
 
+using droid::test::eventually;
 using droid::test::http_response;
 using droid::test::mcp_post;
 using droid::test::raw_connection;
@@ -106,17 +112,62 @@ std::vector<boost::json::value> sse_messages(const std::string& body) {
   return out;
 }
 
-/// Polls `done` until it holds or `limit` passes: for what only real sockets and threads
-/// can show (a connection closed, a tool reached), never a fixed sleep.
-template <class Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds limit = 2000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
+/// The memory task store, telling a waiting test when a task's tool has asked a question
+/// and when the task has ended.
+///
+/// Why: a task's status changes on the shard that runs its tool, after the request that
+/// created it was answered; without this a test could only ask `tasks/get` again and again.
+/// Affinity: any thread (the store is called from every shard).
+class observed_task_store final : public droid::task_store {
+ public:
+  std::optional<std::string> create(droid::task_record record) override { return inner_.create(std::move(record)); }
+  std::optional<droid::task_record> get(std::string_view id, std::string_view owner) override {
+    return inner_.get(id, owner);
   }
-  return true;
-}
+  std::optional<droid::task_page> list(std::string_view owner, std::string_view after, std::size_t limit) override {
+    return inner_.list(owner, after, limit);
+  }
+  bool ask(std::string_view id, std::string key, std::string request_json) override {
+    const bool asked = inner_.ask(id, std::move(key), std::move(request_json));
+    note(asked_, id);
+    return asked;
+  }
+  std::vector<std::string> answered(std::string_view id, const std::vector<std::string>& keys) override {
+    return inner_.answered(id, keys);
+  }
+  void set_message(std::string_view id, std::string message) override { inner_.set_message(id, std::move(message)); }
+  bool finish(std::string_view id, droid::task_status status, std::string result, std::string error,
+              std::string message) override {
+    const bool first = inner_.finish(id, status, std::move(result), std::move(error), std::move(message));
+    note(ended_, id);
+    return first;
+  }
+  void remove(std::string_view id) override { inner_.remove(id); }
+
+  /// Waits until task `id` has been asked a question; false after the guard.
+  bool wait_asked(const std::string& id) { return wait(asked_, id); }
+  /// Waits until task `id` has been ended (completed, failed or cancelled).
+  bool wait_ended(const std::string& id) { return wait(ended_, id); }
+
+ private:
+  void note(std::set<std::string, std::less<>>& seen, std::string_view id) {
+    {
+      std::lock_guard lock(mutex_);
+      seen.emplace(id);
+    }
+    changed_.notify_all();
+  }
+  bool wait(const std::set<std::string, std::less<>>& seen, const std::string& id) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, droid::test::event_guard, [&] { return seen.contains(id); });
+  }
+
+  droid::memory_task_store inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::set<std::string, std::less<>> asked_;
+  std::set<std::string, std::less<>> ended_;
+};
 
 /// A listener on an ephemeral loopback port with tools, a prompt and a resource, run on
 /// a thread of its own.
@@ -124,18 +175,19 @@ struct server_fixture {
   droid::server srv{droid::server_info{.name = "modern-http-test", .version = "1"}};
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
-  std::atomic<int> slow_started{0};
-  std::atomic<int> slow_cancelled{0};
-  std::atomic<int> asker_started{0};
+  /// Raised as `slow` (and `ask_name`) start and see their cancellation.
+  droid::test::event_count slow_started;
+  droid::test::event_count slow_cancelled;
+  droid::test::event_count asker_started;
 
   explicit server_fixture(droid::http::options opts = {}) {
     srv.tool("echo", "Echoes", [](droid::tool_context&, text_args a) -> droid::task<droid::tool_result> {
       co_return droid::tool_result::text(a.text);
     });
     srv.tool("slow", "Sleeps until cancelled", [this](droid::tool_context& ctx) -> droid::task<std::string> {
-      ++slow_started;
+      slow_started.raise();
       const std::error_code ec = co_await ctx.sleep(30s);
-      if (ec == droid::errc::cancelled) ++slow_cancelled;
+      if (ec == droid::errc::cancelled) slow_cancelled.raise();
       co_return "slept";
     });
     srv.tool(droid::tool_info{
@@ -151,10 +203,10 @@ struct server_fixture {
     });
     // Asks a name; "wait" makes it sleep afterwards, until cancelled.
     srv.tool("ask_name", "Asks the user's name", [this](droid::tool_context& ctx) -> droid::task<std::string> {
-      ++asker_started;
+      asker_started.raise();
       auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
       if (!answer || !answer->content) co_return "no name";
-      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) ++slow_cancelled;
+      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) slow_cancelled.raise();
       co_return "Hello " + answer->content->name;
     });
     srv.prompt(droid::prompt_info{.name = "greet", .description = "Greets"},
@@ -317,7 +369,7 @@ TEST_SUITE("adapters/http/modern") {
                   400, -32020, 5);
     check_refusal(post(c, request(6, "resources/read", R"("uri":"test://doc")"), headers("resources/read")), 400,
                   -32020, 6);
-    CHECK(f.slow_started == 0);
+    CHECK(f.slow_started.value() == 0);
     const http_response read =
         post(c, request(7, "resources/read", R"("uri":"test://doc")"), headers("resources/read", "test://doc"));
     CHECK(read.status == 200);
@@ -421,10 +473,10 @@ TEST_SUITE("adapters/http/modern") {
       raw_connection c(f.port());
       c.send(mcp_post(call(1, "slow"), headers("tools/call", "slow")));
       CHECK(c.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
-      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+      REQUIRE(f.slow_started.wait_for(1));
     }
     const auto start = std::chrono::steady_clock::now();
-    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(f.slow_cancelled.wait_for(1));
     CHECK(std::chrono::steady_clock::now() - start < 2s);
   }
 
@@ -437,10 +489,10 @@ TEST_SUITE("adapters/http/modern") {
     {
       raw_connection c(f.port());
       c.send(mcp_post(call(1, "slow"), headers("tools/call", "slow")));
-      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+      REQUIRE(f.slow_started.wait_for(1));
     }
     const auto start = std::chrono::steady_clock::now();
-    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(f.slow_cancelled.wait_for(1));
     CHECK(std::chrono::steady_clock::now() - start < 2s);
   }
 
@@ -531,8 +583,12 @@ TEST_SUITE("adapters/http/modern") {
       raw_connection listen(f.port());
       (void)open_listen(listen, 1, R"({"toolsListChanged":true})");
       CHECK(f.listener->connections() == 1);
+      // Half-closed rather than closed: to the server it is the same end of input, and
+      // its close that follows says it has let the connection go.
+      listen.shutdown_write();
+      REQUIRE(listen.hung_up());
     }
-    CHECK(eventually([&] { return f.listener->connections() == 0; }));
+    CHECK(f.listener->connections() == 0);
     f.srv.tool("late", "Added late", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
     raw_connection c(f.port());
     const http_response r = post(c, call(2, "late"), headers("tools/call", "late"));
@@ -549,30 +605,33 @@ TEST_SUITE("adapters/http/modern") {
     server_fixture f(o);
     raw_connection stalled(f.port());
     (void)open_listen(stalled, 1, R"({"toolsListChanged":true})");  // then never read again
+    // A byte the server leaves unread, so that cutting the client off is a reset, which
+    // reaches it through its full window (see hung_up).
+    stalled.send("P");
     raw_connection reader(f.port());
     (void)open_listen(reader, 2, R"({"toolsListChanged":true})");
     REQUIRE(f.listener->connections() == 2);
     // Rounds of 200 changes (about 30 KB of events, under the cap) until the server gives
     // up on the stalled client. Loopback socket buffers hold megabytes, so how many
-    // rounds that takes depends on the kernel: bounded by time and count, not fixed.
+    // rounds that takes depends on the kernel: bounded by count, not fixed.
     int rounds = 0;
     bool reader_kept_up = true;
-    const bool cut_off = eventually(
-        [&] {
-          for (int i = 0; i < 100; ++i) {
-            f.srv.tool("churn", "Comes and goes",
-                       [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
-            f.srv.remove_tool("churn");
-          }
-          for (int i = 0; i < 200 && reader_kept_up; ++i)
-            reader_kept_up = reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos;
-          return !reader_kept_up || ++rounds > 2000 || f.listener->connections() == 1;
-        },
-        30'000ms);
+    bool cut_off = false;
+    while (!cut_off && reader_kept_up && ++rounds <= 2000) {
+      for (int i = 0; i < 100; ++i) {
+        f.srv.tool("churn", "Comes and goes", [](droid::tool_context&) -> droid::task<std::string> { co_return ""; });
+        f.srv.remove_tool("churn");
+      }
+      for (int i = 0; i < 200 && reader_kept_up; ++i)
+        reader_kept_up = reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos;
+      cut_off = stalled.hung_up(0);
+    }
     CAPTURE(rounds);
     CHECK(cut_off);
     CHECK(reader_kept_up);
-    CHECK(f.listener->connections() == 1);
+    // Polled: the cut closes the socket first and frees the connection a few steps later
+    // on its shard, and nothing says when.
+    CHECK(eventually([&] { return f.listener->connections() == 1; }));
     // The reader's stream is still open and still carries changes; requests are served.
     f.srv.tool("after", "Added after", [](droid::tool_context&) -> droid::task<std::string> { co_return "after"; });
     CHECK(reader.read_until("tools/list_changed").find("tools/list_changed") != std::string::npos);
@@ -711,7 +770,7 @@ TEST_SUITE("adapters/http/modern") {
     {
       raw_connection c(f.port());
       c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}})", v));
-      REQUIRE(eventually([&] { return f.slow_started == 1; }));
+      REQUIRE(f.slow_started.wait_for(1));
       raw_connection other(f.port());
       const http_response cancel = post(
           other, R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"t"}})", v);
@@ -720,7 +779,7 @@ TEST_SUITE("adapters/http/modern") {
       CHECK(why.at("id").is_null());
       CHECK(std::string(why.at("error").at("message").as_string()).find("close the request's connection") !=
             std::string::npos);
-      CHECK(f.slow_cancelled == 0);  // the refused cancel touched nothing
+      CHECK(f.slow_cancelled.value() == 0);  // the refused cancel touched nothing
       const http_response answer = post(other, R"({"jsonrpc":"2.0","id":7,"result":{}})", v);
       CHECK(answer.status == 400);
       CHECK(answer.body.find("no question waits") != std::string::npos);
@@ -728,7 +787,7 @@ TEST_SUITE("adapters/http/modern") {
       CHECK(post(other, R"({"jsonrpc":"2.0","method":"notifications/initialized"})", v).status == 202);
     }
     const auto start = std::chrono::steady_clock::now();
-    CHECK(eventually([&] { return f.slow_cancelled == 1; }));
+    CHECK(f.slow_cancelled.wait_for(1));
     CHECK(std::chrono::steady_clock::now() - start < 2s);
   }
 
@@ -769,7 +828,8 @@ TEST_SUITE("adapters/http/modern") {
       const auto r2 = answer_of(post(second, retry, h));
       CHECK(std::string(r2.at("result").at("content").at(0).at("text").as_string()) == "Hello " + std::string(name));
     }
-    CHECK(f.asker_started == 4);  // every retry resumed its frame: none was replayed
+    CHECK(f.asker_started.value() == 4);  // every retry resumed its frame: none was replayed
+    // Polled: a frame is let go a step after its answer is written, and nothing says so.
     CHECK(eventually([&] { return f.srv.kept_frames() == 0; }));
 
     // A retry whose connection closes while its resumed tool runs is cancelled where the
@@ -778,7 +838,7 @@ TEST_SUITE("adapters/http/modern") {
       raw_connection first(f.port());
       const auto r1 = answer_of(post(first, call(1, "ask_name", "{}", caps), h));
       const std::string state(r1.at("result").at("requestState").as_string());
-      const int cancelled = f.slow_cancelled;
+      const int cancelled = f.slow_cancelled.value();
       {
         raw_connection second(f.port());
         second.send(mcp_post(request(2, "tools/call",
@@ -788,23 +848,23 @@ TEST_SUITE("adapters/http/modern") {
                              h));
         (void)second.read_until("\r\n\r\n");  // the response has begun
       }
-      CHECK(eventually([&] { return f.slow_cancelled == cancelled + 1; }));
+      CHECK(f.slow_cancelled.wait_for(cancelled + 1));
     }
-    CHECK(f.asker_started == 6);
+    CHECK(f.asker_started.value() == 6);
   }
 
   TEST_CASE("a 2026 task created on one shard is read, answered and cancelled from the other, and stops with the server") {
-    auto store = std::make_shared<droid::memory_task_store>();
+    auto store = std::make_shared<observed_task_store>();
     droid::server_options server_opts;
     server_opts.tasks.store = store;
     droid::server srv{droid::server_info{.name = "tasks-http-test", .version = "1"}, server_opts};
-    std::atomic<int> asked{0}, stopped{0};
+    droid::test::event_count asked, stopped;
     droid::tool_info confirm{.name = "confirm", .description = "Asks, then works", .tasks = droid::task_support::optional};
     srv.tool(confirm, [&](droid::tool_context& ctx) -> droid::task<std::string> {
-      ++asked;
+      asked.raise();
       auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
       if (!answer || !answer->content) co_return "no name";
-      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) ++stopped;
+      if (answer->content->name == "wait" && co_await ctx.sleep(30s) == droid::errc::cancelled) stopped.raise();
       co_return "Hello " + answer->content->name;
     });
     droid::http::options opts;
@@ -830,6 +890,8 @@ TEST_SUITE("adapters/http/modern") {
       REQUIRE(r.header("content-type"));
       CHECK(*r.header("content-type") == "application/json");
       (void)on_task(3, "tasks/cancel", task);
+      // Polled: the engine lets a task go as its tool's frame unwinds, after the record
+      // ended, and nothing says when.
       CHECK(eventually([&] { return srv.running_tasks() == 0; }));
     }
     for (const char* name : {"Ada", "Bo", "wait", "wait"}) {
@@ -838,28 +900,34 @@ TEST_SUITE("adapters/http/modern") {
       const auto created = answer_of(post(first, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
       REQUIRE(created.at("result").at("resultType") == "task");
       const std::string task(created.at("result").at("taskId").as_string());
-      CHECK(eventually([&] { return status(task) == "input_required"; }));
+      REQUIRE(store->wait_asked(task));
+      CHECK(status(task) == "input_required");
       const auto ack = on_task(2, "tasks/update", task,
                                R"(,"inputResponses":{"user_name":{"action":"accept","content":{"name":")" +
                                    std::string(name) + R"("}}})");
       CHECK(ack.at("result").at("resultType") == "complete");
       if (std::string_view(name) == "wait") {
-        CHECK(eventually([&] { return status(task) == "working"; }));
+        // The update took the answer before it was acknowledged: no question is left.
+        CHECK(status(task) == "working");
         CHECK(on_task(3, "tasks/cancel", task).at("result").at("resultType") == "complete");
         CHECK(status(task) == "cancelled");
       } else {
-        CHECK(eventually([&] { return status(task) == "completed"; }));
+        REQUIRE(store->wait_ended(task));
+        CHECK(status(task) == "completed");
         CHECK(std::string(on_task(4, "tasks/get", task).at("result").at("result").at("content").at(0).at("text").as_string()) ==
               "Hello " + std::string(name));
       }
     }
-    CHECK(eventually([&] { return stopped == 2; }));
-    CHECK(eventually([&] { return srv.running_tasks() == 0; }));
+    CHECK(stopped.wait_for(2));
+    CHECK(eventually([&] { return srv.running_tasks() == 0; }));  // polled, as above
     // A task still running when the server stops is ended, not left behind.
     raw_connection last(listener->port());
     const auto created = answer_of(post(last, call(1, "confirm", "{}", caps), headers("tools/call", "confirm")));
     const std::string task(created.at("result").at("taskId").as_string());
-    CHECK(eventually([&] { return srv.running_tasks() == 1 && asked == 6; }));
+    // Tracked before it was answered as a task; its tool has begun once it has asked.
+    REQUIRE(store->wait_asked(task));
+    CHECK(asked.value() == 6);
+    CHECK(srv.running_tasks() == 1);
     listener->stop();
     runner.join();
     CHECK(srv.running_tasks() == 0);

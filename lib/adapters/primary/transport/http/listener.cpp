@@ -40,8 +40,27 @@ using detail::now_ns;
 ///
 /// Why apart from `impl`: the contexts must outlive everything that lives on them, and
 /// `impl` may outlive the listener while its last connections finish.
+/// The contexts of a listener that runs on threads of its own.
+///
+/// Why every one is shut down before any is destroyed: a handler still queued on one shard
+/// may hold an object with a timer of another (a GET's sink, posted to its session's
+/// shard). Destroyed one after the other, the second context's queued handlers destroyed
+/// a timer of the first after its timer service was freed: AddressSanitizer's
+/// heap-use-after-free in ~listener after a SIGTERM with streams open (test example-load).
+/// Shut down, a context destroys its handlers and keeps its services until its destructor.
 struct listener::contexts {
-  std::vector<std::unique_ptr<asio::io_context>> owned;
+  /// An io_context whose `shutdown()` (which destroys the handlers it still holds) is public.
+  struct shard_context final : asio::io_context {
+    using asio::io_context::io_context;
+    using asio::execution_context::shutdown;
+  };
+  contexts() = default;
+  contexts(const contexts&) = delete;
+  contexts& operator=(const contexts&) = delete;
+  ~contexts() {
+    for (auto& io : owned) io->shutdown();
+  }
+  std::vector<std::unique_ptr<shard_context>> owned;
 };
 
 struct listener::impl final : detail::request_handler, std::enable_shared_from_this<impl> {
@@ -238,7 +257,7 @@ listener::listener(droid::server& srv, options opts)
   const unsigned n = impl_->opts.threads ? impl_->opts.threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<asio::io_context*> raw;
   for (unsigned i = 0; i < n; ++i) {
-    owned_->owned.push_back(std::make_unique<asio::io_context>(1));
+    owned_->owned.push_back(std::make_unique<contexts::shard_context>(1));
     raw.push_back(owned_->owned.back().get());
   }
   set_up(*impl_, raw);
