@@ -39,15 +39,13 @@ using detail::now_ns;
 /// The io_contexts a listener owns (none when it serves on the application's).
 ///
 /// Why apart from `impl`: the contexts must outlive everything that lives on them, and
-/// `impl` may outlive the listener while its last connections finish.
-/// The contexts of a listener that runs on threads of its own.
-///
-/// Why every one is shut down before any is destroyed: a handler still queued on one shard
-/// may hold an object with a timer of another (a GET's sink, posted to its session's
-/// shard). Destroyed one after the other, the second context's queued handlers destroyed
-/// a timer of the first after its timer service was freed: AddressSanitizer's
-/// heap-use-after-free in ~listener after a SIGTERM with streams open (test example-load).
-/// Shut down, a context destroys its handlers and keeps its services until its destructor.
+/// `impl` may outlive the listener while its last connections finish. Why every one is
+/// shut down before any is destroyed: a handler still queued on one shard may hold an
+/// object with a timer of another (a GET's sink, posted to its session's shard);
+/// destroyed one after the other, the second context's queued handlers would destroy a
+/// timer of the first after its timer service was freed (a heap-use-after-free after a
+/// SIGTERM with streams open, found by test example-load). A context shut down has
+/// destroyed its handlers and keeps its services until its destructor.
 struct listener::contexts {
   /// An io_context whose `shutdown()` (which destroys the handlers it still holds) is public.
   struct shard_context final : asio::io_context {
