@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -88,44 +89,36 @@ frame_census& census() {
   return *c;
 }
 
+/// Where a thread's cache is in its life. `fresh` until the thread's first frame enrols
+/// it, `ready` while it caches and counts, `gone` once the thread is ending.
+enum class cache_state : std::uint8_t { fresh, ready, gone };
+
 /// Blocks kept for reuse on one thread, by size class, and the thread's frame count.
 ///
-/// `alive` turns false in the destructor: a frame destroyed later on the same thread (by
-/// another thread_local's or a static's destructor) then goes straight to the allocator
-/// instead of into a cache nobody will free, and is counted in the census directly.
+/// Trivially destructible on purpose: a `thread_local` with a destructor is reached
+/// through a guard that registers the destructor on first use, on every access, and
+/// every frame of every request touches this object twice. The destructor's work lives
+/// in `cache_owner` instead, whose guard only the thread's first frame pays.
+/// Once `gone`, a frame destroyed later on the same thread (by another thread_local's or
+/// a static's destructor) goes straight to the allocator instead of into a cache nobody
+/// will free, and is counted in the census directly.
 struct frame_cache {
   void* blocks[classes][depth];
   std::uint8_t count[classes];
-  bool alive;
-  bool enrolled;
+  cache_state state;
   /// Frames this thread created minus those it destroyed. Atomic only so that
   /// `live_frames()` may read it from another thread; this thread alone writes it.
   std::atomic<long> live;
 
-  void add(long n) noexcept {
-    if (!alive) {
-      census().retired.fetch_add(n, std::memory_order_relaxed);
-      return;
-    }
-    if (!enrolled) enrol();
-    live.store(live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-
-  void enrol() noexcept {
+  /// Returns every cached block to the allocator and leaves the count to the census.
+  void retire() noexcept {
     frame_census& c = census();
-    std::lock_guard lock(c.mutex);
-    c.threads.push_back(this);
-    enrolled = true;
-  }
-
-  ~frame_cache() {
-    alive = false;
-    if (enrolled) {
-      frame_census& c = census();
+    {
       std::lock_guard lock(c.mutex);
       c.retired.fetch_add(live.load(std::memory_order_relaxed), std::memory_order_relaxed);
       std::erase(c.threads, this);
     }
+    state = cache_state::gone;
     for (std::size_t k = 0; k < classes; ++k) {
       while (count[k] > 0) {
         void* p = blocks[k][--count[k]];
@@ -136,39 +129,71 @@ struct frame_cache {
   }
 };
 
-// Constant-initialised (zeroes, then `alive`): no initialisation guard on the hot path.
-constinit thread_local frame_cache cache{{}, {}, true, false, 0};
+static_assert(std::is_trivially_destructible_v<frame_cache>, "a destructor puts a guard on every frame");
+
+// Constant-initialised (zeroes, `fresh`) and trivially destructible: no guard at all.
+constinit thread_local frame_cache cache{};
+
+/// Retires this thread's cache when the thread ends; created by the thread's first frame.
+struct cache_owner {
+  bool armed = false;
+  ~cache_owner() {
+    if (armed) cache.retire();
+  }
+};
+thread_local cache_owner owner;
+
+/// The first frame of a thread, or a frame counted while the thread ends: kept out of
+/// line so that the hot path is a compare and a store.
+[[gnu::noinline]] void count_rarely(frame_cache& c, long n) noexcept {
+  if (c.state == cache_state::gone) {
+    census().retired.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  owner.armed = true;  // the first use of `owner` on this thread registers its destructor
+  {
+    frame_census& census_ = census();
+    std::lock_guard lock(census_.mutex);
+    census_.threads.push_back(&c);
+  }
+  c.state = cache_state::ready;
+  c.live.store(n, std::memory_order_relaxed);
+}
+
+inline void count(frame_cache& c, long n) noexcept {
+  if (c.state == cache_state::ready) [[likely]] {
+    c.live.store(c.live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return;
+  }
+  count_rarely(c, n);
+}
 
 }  // namespace
 
 void* allocate_frame(std::size_t size) {
   frame_cache& c = cache;
   const std::size_t k = (size - 1) / granule;
-  if (k >= classes) {
-    void* p = ::operator new(size);
-    c.add(1);
-    return p;
+  void* p;
+  if (k < classes && c.count[k] > 0) {
+    p = c.blocks[k][--c.count[k]];
+    unpoison(p, (k + 1) * granule);
+  } else {
+    p = ::operator new(k < classes ? (k + 1) * granule : size);
   }
-  const std::size_t rounded = (k + 1) * granule;
-  c.add(1);
-  if (c.count[k] > 0) {
-    void* p = c.blocks[k][--c.count[k]];
-    unpoison(p, rounded);
-    return p;
-  }
-  return ::operator new(rounded);
+  count(c, 1);  // after the allocation: a frame that failed to allocate was never live
+  return p;
 }
 
 void deallocate_frame(void* p, std::size_t size) noexcept {
   frame_cache& c = cache;
-  c.add(-1);
+  count(c, -1);
   const std::size_t k = (size - 1) / granule;
   if (k >= classes) {
     release(p, size);
     return;
   }
   const std::size_t rounded = (k + 1) * granule;
-  if (c.alive && c.count[k] < depth && recycling.load(std::memory_order_relaxed)) {
+  if (c.state == cache_state::ready && c.count[k] < depth && recycling.load(std::memory_order_relaxed)) {
     poison(p, rounded);
     c.blocks[k][c.count[k]++] = p;
     return;

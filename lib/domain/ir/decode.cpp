@@ -41,24 +41,25 @@ namespace od = simdjson::ondemand;
 
 struct message_builder {
   static message& set(message& m, std::string&& text) {
-    m.text_ = std::move(text);
-    m.text_size_ = m.text_.size();
+    m.f_->text = std::move(text);
+    m.f_->text_size = m.f_->text.size();
     return m;
   }
   static message::span span_of(const message& m, std::string_view v, json_kind kind) {
-    return {static_cast<std::uint32_t>(v.data() - m.text_.data()), static_cast<std::uint32_t>(v.size()), kind};
+    return {static_cast<std::uint32_t>(v.data() - m.f_->text.data()), static_cast<std::uint32_t>(v.size()), kind};
   }
   static void fill(message& m, message_kind kind, std::optional<request_id>&& id, std::string&& method,
                    message::span params, message::span result, message::span error_data, std::int64_t code,
                    std::string&& error_message) {
-    m.kind_ = kind;
-    if (id) m.id_ = std::move(*id);
-    m.method_ = std::move(method);
-    m.params_ = params;
-    m.result_ = result;
-    m.error_data_ = error_data;
-    m.error_code_ = code;
-    m.error_message_ = std::move(error_message);
+    message::fields& f = *m.f_;
+    f.kind = kind;
+    if (id) f.id = std::move(*id);
+    f.method = std::move(method);
+    f.params = params;
+    f.result = result;
+    f.error_data = error_data;
+    f.error_code = code;
+    f.error_message = std::move(error_message);
   }
 };
 

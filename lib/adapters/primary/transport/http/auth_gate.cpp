@@ -61,7 +61,9 @@ std::string joined(const std::vector<std::string>& words) {
 }  // namespace
 
 request_limits::slot::~slot() {
-  if (owner_) owner_->release(key_);
+  if (!stripe_) return;
+  std::lock_guard lock(stripe_->mutex);
+  --*count_;
 }
 
 request_limits::stripe& request_limits::stripe_of(const std::string& key) {
@@ -71,22 +73,26 @@ request_limits::stripe& request_limits::stripe_of(const std::string& key) {
 bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
   if (limit == 0) return true;
   stripe& s = stripe_of(key);
-  {
-    std::lock_guard lock(s.mutex);
-    std::size_t& n = s.counts[key];
-    if (n >= limit) return false;
-    ++n;
+  std::lock_guard lock(s.mutex);
+  if (s.counts.size() >= s.sweep_at) {
+    std::erase_if(s.counts, [](const auto& entry) { return entry.second == 0; });
+    s.sweep_at = std::max<std::size_t>(64, 2 * s.counts.size());
   }
-  out.owner_ = this;
-  out.key_ = std::move(key);
+  std::size_t& n = s.counts.try_emplace(std::move(key), 0).first->second;
+  if (n >= limit) return false;
+  ++n;
+  out.stripe_ = &s;
+  out.count_ = &n;
   return true;
 }
 
-void request_limits::release(const std::string& key) {
-  stripe& s = stripe_of(key);
-  std::lock_guard lock(s.mutex);
-  auto it = s.counts.find(key);
-  if (it != s.counts.end() && --it->second == 0) s.counts.erase(it);
+std::size_t request_limits::entries() {
+  std::size_t n = 0;
+  for (stripe& s : stripes_) {
+    std::lock_guard lock(s.mutex);
+    n += s.counts.size();
+  }
+  return n;
 }
 
 auth_gate::auth_gate(const options& opts) : opts_(opts), enabled_(opts.auth.verifier != nullptr) {
