@@ -51,7 +51,6 @@ let failures = 0;
 let passes = 0;
 const ok = (what) => { passes++; console.log(`ok - ${what}`); };
 const notOk = (what, why) => { failures++; console.log(`not ok - ${what}\n${why.split('\n').map((l) => `#   ${l}`).join('\n')}`); };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // A hard stop, so a server that hangs fails the test instead of its timeout.
 setTimeout(() => { notOk('watchdog', 'the test did not finish within 100 s'); process.exit(1); }, 100_000).unref();
@@ -155,6 +154,7 @@ async function connect(kind, args, roots) {
   });
   const capabilities = roots ? { roots: { listChanged: true } } : {};
   const client = new Client({ name: 'differential', version: '1.0.0' }, { capabilities });
+  const log = stderrLines(transport.stderr);
   let rootsAsked = 0;
   if (roots) {
     client.setRequestHandler(ListRootsRequestSchema, () => {
@@ -164,7 +164,36 @@ async function connect(kind, args, roots) {
     });
   }
   await client.connect(transport);
-  return { client, rootsAsked: () => rootsAsked };
+  return { client, rootsAsked: () => rootsAsked, log };
+}
+
+/// The lines a server writes on stderr, and a wait for the first one from a mark on that
+/// matches. The reference updates its roots in the background and says on stderr when it
+/// is done, which is the only sign a test can wait for instead of sleeping.
+function stderrLines(stream) {
+  const lines = [];
+  const waiters = new Set();
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    partial += chunk;
+    for (let i; (i = partial.indexOf('\n')) >= 0;) {
+      lines.push(partial.slice(0, i));
+      partial = partial.slice(i + 1);
+    }
+    for (const check of [...waiters]) check();
+  });
+  return {
+    mark: () => lines.length,
+    after: (from, pattern) => new Promise((resolve) => {
+      const check = () => {
+        const hit = lines.slice(from).find((l) => pattern.test(l));
+        if (hit !== undefined) { waiters.delete(check); resolve(hit); }
+      };
+      waiters.add(check);
+      check();
+    }),
+  };
 }
 
 /// The result of one call, or the JSON-RPC error it got, as plain JSON.
@@ -400,43 +429,44 @@ async function compareCalls() {
 // ---------------------------------------------------------------------------------------
 // Roots
 
-/// Calls list_allowed_directories until its answer is `want` (the reference asks for
-/// roots on its own after initialization and after list_changed, so it may lag), at most
-/// 40 times; returns the last answer.
-async function allowedUntil(client, want) {
-  let last;
-  for (let i = 0; i < 40; i++) {
-    last = await call(client, 'list_allowed_directories', {});
-    if (last.content?.[0]?.text === want) break;
-    await sleep(50);
-  }
-  return last;
+/// The roots outcomes both servers write on stderr once they have handled a roots answer.
+const rootsSettled = /^(Updated allowed directories|No valid root directories|Failed to request roots)/;
+
+/// Waits, for the reference only, until it has handled the roots answer that `from` (a
+/// log mark taken before the roots were asked for) precedes. Ours fetches the roots
+/// lazily, at the next tool call, which then waits for them; the reference fetches them
+/// in the background and its calls meanwhile see the old list.
+async function rootsHandled(kind, log, from) {
+  if (kind === 'reference') await log.after(from, rootsSettled);
 }
 
 async function runRoots(kind) {
   const dir = freshCopy(`roots-${kind}`);
   const R = join(dir, 'root');
   let roots = [{ uri: pathToFileURL(join(R, 'sub')).href, name: 'sub' }];
-  const { client } = await connect(kind, [R], () => roots);
+  const { client, log } = await connect(kind, [R], () => roots);
   const out = [];
   const record = async (label, value) => out.push([label, normalise(await value, dir)]);
-  await record('roots: the client\'s roots replace the arguments', allowedUntil(client, `Allowed directories:\n${join(R, 'sub')}`));
+  const listChanged = async () => {
+    const from = log.mark();
+    await client.sendRootsListChanged();
+    await rootsHandled(kind, log, from);
+  };
+  await rootsHandled(kind, log, 0);
+  await record('roots: the client\'s roots replace the arguments', call(client, 'list_allowed_directories', {}));
   await record('roots: outside the root is refused', call(client, 'read_text_file', { path: `${R}/notes.txt` }));
   await record('roots: inside the root is read', call(client, 'read_text_file', { path: `${R}/sub/inner.txt` }));
   roots = [{ uri: pathToFileURL(join(R, 'other-root')).href }, { uri: pathToFileURL(join(R, 'missing')).href },
            { uri: pathToFileURL(join(R, 'notes.txt')).href }, { uri: pathToFileURL(join(R, 'sub', 'deep')).href }];
-  await client.sendRootsListChanged();
-  await record('roots: list_changed replaces them again (files and missing paths skipped)',
-    allowedUntil(client, `Allowed directories:\n${join(R, 'other-root')}\n${join(R, 'sub', 'deep')}`));
+  await listChanged();
+  await record('roots: list_changed replaces them again (files and missing paths skipped)', call(client, 'list_allowed_directories', {}));
   await record('roots: relative paths resolve against the first root', call(client, 'read_text_file', { path: 'o.txt' }));
   roots = [{ uri: pathToFileURL(join(R, 'missing')).href }];
-  await client.sendRootsListChanged();
-  await sleep(300);
+  await listChanged();
   await record('roots: roots with no usable directory leave the list unchanged', call(client, 'list_allowed_directories', {}));
   // MCP roots are file:// URIs; an answer with any other URI is refused whole.
   roots = [{ uri: join(R, 'sub') }, { uri: pathToFileURL(join(R, 'sub')).href }];
-  await client.sendRootsListChanged();
-  await sleep(300);
+  await listChanged();
   await record('roots: an answer with a root that is not a file:// URI is refused whole', call(client, 'list_allowed_directories', {}));
   await client.close();
   return out;
