@@ -222,6 +222,8 @@ od::parser& thread_parser() {
 
 }  // namespace
 
+static_assert(decode_padding >= simdjson::SIMDJSON_PADDING, "transports reserve too little for the parser");
+
 decoded decode(std::string text) {
   const std::size_t size = text.size();
   if (size > std::numeric_limits<std::uint32_t>::max()) return invalid("message too large");

@@ -27,6 +27,12 @@ namespace droid::ir {
 /// not a stack overflow (docs/reliability.md, 2.23).
 inline constexpr std::uint32_t max_depth = 128;
 
+/// Bytes a transport should leave free after a message's text, in its capacity, before
+/// handing it to `decode`. With them the parser reads the message in place; without them
+/// `decode` reallocates and copies the message once. (The parser reads a few bytes past
+/// the end at once; lib/domain/ir/decode.cpp checks this against what it needs.)
+inline constexpr std::size_t decode_padding = 64;
+
 /// Either a message or the reason there is none.
 using decoded = std::variant<message, rejection>;
 

@@ -300,6 +300,46 @@ TEST_SUITE("adapters/http/request_parser") {
     CHECK(r.body.empty());
   }
 
+  TEST_CASE("a recycled request's storage carries nothing into the next request") {
+    const std::string first = "POST /mcp HTTP/1.1\r\nHost: a\r\nX-Long: " + std::string(200, 'v') +
+                              "\r\nMcp-Session-Id: s1\r\nContent-Length: 2\r\n\r\n{}";
+    const std::string second = "GET /other HTTP/1.1\r\nHost: b\r\n\r\n";
+    request_parser p;
+    // The parser stops once after the header block; the second feed reads the body.
+    std::size_t used = p.feed(first.data(), first.size());
+    used += p.feed(first.data() + used, first.size() - used);
+    REQUIRE(used == first.size());
+    REQUIRE(p.complete());
+    request served = p.take();
+    const std::string before = describe(served);
+    p.recycle(std::move(served));
+    REQUIRE(p.feed(second.data(), second.size()) == second.size());
+    REQUIRE(p.complete());
+    const request next = p.take();
+    // Exactly what a fresh parser makes of the same bytes.
+    request_parser fresh;
+    REQUIRE(fresh.feed(second.data(), second.size()) == second.size());
+    CHECK(describe(next) == describe(fresh.take()));
+    CHECK(next.find("mcp-session-id") == nullptr);
+    CHECK(before.find("x-long") != std::string::npos);
+  }
+
+  TEST_CASE("storage is not recycled into a request already being parsed") {
+    const std::string small = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+    request_parser p;
+    REQUIRE(p.feed(small.data(), small.size()) == small.size());
+    request served = p.take();
+    // Half of the next request is in: its storage is in use, the served one is dropped.
+    REQUIRE(p.feed(small.data(), 10) == 10);
+    p.recycle(std::move(served));
+    REQUIRE(p.feed(small.data() + 10, small.size() - 10) == small.size() - 10);
+    REQUIRE(p.complete());
+    // Had the served storage replaced the started one, the first ten bytes would be lost.
+    const request r = p.take();
+    CHECK(r.method == "GET");
+    CHECK(r.target == "/a");
+  }
+
   TEST_CASE("a request stream parses the same whole, byte by byte, and cut at any offset") {
     // A connection may receive any split; every state must survive a feed boundary.
     const std::string raw =

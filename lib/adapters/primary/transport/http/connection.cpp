@@ -343,7 +343,9 @@ task<void> connection::run() {
     const bool keep = co_await core_.handler().handle(*this, req);
     busy_ = false;
     response_headers_.clear();
-    if (!keep || !req.keep_alive || closing_ || core_.stopping()) co_return;
+    const bool again = keep && req.keep_alive;
+    parser_.recycle(std::move(req));
+    if (!again || closing_ || core_.stopping()) co_return;
   }
 }
 

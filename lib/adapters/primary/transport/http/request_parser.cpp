@@ -115,6 +115,8 @@
 #include <cstring>
 #include <utility>
 
+#include <droid/domain/ir/codec.hpp>
+
 namespace droid::http::detail {
 
 namespace {
@@ -465,7 +467,9 @@ struct request_parser::impl {
       state_ = state::chunk_size;
     } else if (body_left_ > 0) {
       phase_ = phase::identity_body;
-      request_.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, body_reserve_limit)));
+      // With the decoder's padding, a body that fits is decoded in place, not copied.
+      request_.body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, body_reserve_limit)) +
+                            ir::decode_padding);
     } else {
       phase_ = phase::done;
       complete_ = true;
@@ -1050,6 +1054,19 @@ bool request_parser::complete() const noexcept { return impl_->complete_ && !imp
 request request_parser::take() {
   if (!complete()) return {};
   return impl_->take();
+}
+
+void request_parser::recycle(request&& served) noexcept {
+  constexpr std::size_t max_head = 4096;
+  constexpr std::size_t max_fields = 32;
+  request& next = impl_->request_;
+  if (impl_->started_ || !next.head_.empty() || next.head_.capacity() > 0 || served.head_.capacity() > max_head ||
+      served.headers.capacity() > max_fields)
+    return;
+  served.head_.clear();
+  served.headers.clear();
+  next.head_ = std::move(served.head_);
+  next.headers = std::move(served.headers);
 }
 
 bool request_parser::failed() const noexcept { return impl_->failed_; }

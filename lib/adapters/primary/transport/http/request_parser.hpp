@@ -109,6 +109,14 @@ class request_parser {
   [[nodiscard]] bool complete() const noexcept;
   /// Moves the complete request out and resets for the next one on the same connection.
   [[nodiscard]] request take();
+  /// Gives a served request's storage back, for the next request to parse into.
+  ///
+  /// Why: a connection serves one request after another, and each one's header storage
+  /// (the head section and the field list) was two allocations and two frees per request
+  /// (bench callgrind section). Kept only while no byte of the next request is parsed,
+  /// and only when small (a 4 KiB head, 32 fields), so an idle connection stays small
+  /// after one large request.
+  void recycle(request&& served) noexcept;
 
   /// True after a framing error; `error_status()` is the HTTP status to answer (400,
   /// 413, 414, 431, 501 for CONNECT or an unknown transfer coding, 505 for a bad version).

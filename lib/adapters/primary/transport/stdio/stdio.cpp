@@ -210,7 +210,11 @@ task<void> run(server& srv, asio::any_io_executor executor, int in_fd, int out_f
         continue;
       }
       if (is_blank(line)) continue;
-      auto decoded = ir::decode(std::string(line));
+      // One allocation with the decoder's padding, which it would otherwise add by copying.
+      std::string text;
+      text.reserve(line.size() + ir::decode_padding);
+      text.assign(line);
+      auto decoded = ir::decode(std::move(text));
       if (auto* m = std::get_if<ir::message>(&decoded)) {
         s->receive(std::move(*m));
       } else {
