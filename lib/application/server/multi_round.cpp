@@ -11,7 +11,6 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <droid/domain/mcp/schema.hpp>
@@ -200,9 +199,8 @@ std::string encode_state(const round_state& state) {
 }
 
 bool decode_state(std::string_view payload, round_state& out) {
-  std::error_code ec;
-  boost::json::value v = boost::json::parse(payload, ec);
-  if (ec || !v.is_object()) return false;
+  boost::json::value v;
+  if (!parse_exact(payload, v) || !v.is_object()) return false;
   const boost::json::object& o = v.get_object();
   const boost::json::value* version = o.if_contains("v");
   const boost::json::value* expires = o.if_contains("exp");
@@ -300,9 +298,8 @@ std::optional<std::string> check_elicitation_answer(std::string_view question_pa
   const boost::json::string& a = action->get_string();
   if (a == "decline" || a == "cancel") return std::nullopt;
   if (a != "accept") return "the elicitation action `" + std::string(a) + "` is not accept, decline or cancel";
-  std::error_code ec;
-  const boost::json::value params = boost::json::parse(question_params, ec);
-  const boost::json::object* p = ec ? nullptr : params.if_object();
+  boost::json::value params;
+  const boost::json::object* p = parse_exact(question_params, params) ? params.if_object() : nullptr;
   const boost::json::value* mode = p ? p->if_contains("mode") : nullptr;
   if (mode && mode->is_string() && mode->get_string() == "url") return std::nullopt;  // nothing comes back
   const boost::json::value* schema = p ? p->if_contains("requestedSchema") : nullptr;

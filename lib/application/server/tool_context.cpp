@@ -5,7 +5,6 @@
 
 #include <asio/steady_timer.hpp>
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -302,9 +301,8 @@ task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration du
 
 std::optional<std::string> detail::traced_params(std::string_view params, const trace_context& trace) {
   if (trace.empty()) return std::nullopt;
-  std::error_code ec;
-  boost::json::value v = boost::json::parse(params, ec);
-  if (ec || !v.is_object()) return std::nullopt;
+  boost::json::value v;
+  if (!parse_exact(params, v) || !v.is_object()) return std::nullopt;
   boost::json::object& o = v.as_object();
   boost::json::value& meta = o["_meta"];
   if (meta.is_null()) meta.emplace_object();
