@@ -65,7 +65,7 @@ TEST_SUITE("adapters/event_store") {
     droid::memory_event_store store(1024);
     std::size_t most = 0;
     for (std::uint64_t number = 1; number <= 100'000; ++number) {
-      droid::http::detail::logical_stream stream(number, &store, nullptr);
+      droid::http::detail::logical_stream stream(number, &store, droid::http::detail::logical_stream::finish_hook{});
       stream.send(R"({"jsonrpc":"2.0","method":"notifications/progress"})");
       stream.send(R"({"jsonrpc":"2.0","id":1,"result":{}})");
       stream.finish();

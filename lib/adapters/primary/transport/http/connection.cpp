@@ -218,11 +218,10 @@ std::shared_ptr<response_sink> connection::make_sink() {
   auto sink = std::make_shared<response_sink>(socket_.get_executor(), core_.opts().max_queued_bytes);
   // A client that stops reading: close its connection rather than queue without bound;
   // it can resume from the store.
-  sink->on_abort = [weak = weak_from_this()] {
-    if (auto self = weak.lock()) {
-      std::error_code ignored;
-      self->socket_.close(ignored);
-    }
+  sink->on_abort.target = weak_from_this();
+  sink->on_abort.abort = [](void* target) {
+    std::error_code ignored;
+    static_cast<connection*>(target)->socket_.close(ignored);
   };
   return sink;
 }

@@ -20,7 +20,7 @@ std::shared_ptr<session_entry> session_entry::create(droid::server& srv, asio::a
   entry->s = session::create(srv, entry->executor, nullptr, principal);
   entry->principal = std::move(principal);
   entry->store = std::move(store);
-  entry->standalone = std::make_shared<logical_stream>(0, entry->store.get(), nullptr);
+  entry->standalone = std::make_shared<logical_stream>(0, entry->store.get(), logical_stream::finish_hook{});
   entry->s->set_outbound(entry->standalone);
   entry->last_used = now_ns();
   return entry;

@@ -22,7 +22,9 @@ void response_sink::push(sse_event e) {
     self->queued_bytes_ += e.id.size() + e.data.size();
     if (self->queued_bytes_ > self->max_queued_) {
       self->kill();
-      if (self->on_abort) self->on_abort();
+      if (self->on_abort.abort) {
+        if (const std::shared_ptr<void> target = self->on_abort.target.lock()) self->on_abort.abort(target.get());
+      }
       return;
     }
     self->queue_.push_back(std::move(e));
@@ -99,7 +101,10 @@ void logical_stream::finish() {
   if (store_) store_->finish(number_, seq_);
   if (sink_ && !sink_resumed_) sink_->finish();
   sink_.reset();
-  if (on_finish_) std::exchange(on_finish_, nullptr)();
+  if (on_finish_.fn) {
+    const finish_hook hook = std::exchange(on_finish_, {});  // holds the owner through the call
+    hook.fn(hook.owner.get(), number_);
+  }
 }
 
 void logical_stream::interrupt() {

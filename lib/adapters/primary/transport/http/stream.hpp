@@ -85,8 +85,16 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   [[nodiscard]] const std::string& rejected_message() const noexcept { return rejected_message_; }
   /// The connection is gone (or must go): drop everything from now on.
   void kill() noexcept;
-  /// Called when the sink overflows; the connection closes its socket.
-  std::function<void()> on_abort;
+  /// What to do when the sink overflows (the connection closes its socket): `abort(target)`
+  /// if `target` still lives. Why a weak pointer and a function pointer, not a
+  /// `std::function`: a lambda holding the weak pointer is too large for the function's
+  /// inline storage, and every request paid an allocation for a callback that almost
+  /// never runs.
+  struct abort_hook {
+    std::weak_ptr<void> target;
+    void (*abort)(void* target) = nullptr;
+  };
+  abort_hook on_abort;
 
  private:
   [[nodiscard]] bool ready(bool for_verdict) const noexcept {
@@ -128,12 +136,21 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
 /// transport's stream table.
 class logical_stream final : public outbound {
  public:
+  /// What runs once, when the stream is over (the transport forgets it then):
+  /// `fn(owner, number)`, with `owner` kept alive until then. Why not a `std::function`: a
+  /// lambda holding a `shared_ptr` and the number is too large for the function's inline
+  /// storage, and every request paid an allocation for it.
+  struct finish_hook {
+    std::shared_ptr<void> owner;
+    void (*fn)(void* owner, std::uint64_t number) = nullptr;
+  };
+
   /// `store` may be null (JSON answers: nothing to resume). `on_finish` runs once, when
-  /// the stream is over (the transport forgets it then).
+  /// the stream is over.
   /// `refusal`, when not empty, is why tools may not ask the client questions on this
   /// stream (see `outbound::exchange_refusal`).
   /// `refusal` must outlive the stream (the transport passes string literals).
-  logical_stream(std::uint64_t number, event_store* store, std::function<void()> on_finish,
+  logical_stream(std::uint64_t number, event_store* store, finish_hook on_finish,
                  std::string_view refusal = {})
       : number_(number), store_(store), on_finish_(std::move(on_finish)), refusal_(refusal) {}
 
@@ -160,7 +177,7 @@ class logical_stream final : public outbound {
  private:
   std::uint64_t number_;
   event_store* store_;
-  std::function<void()> on_finish_;
+  finish_hook on_finish_;
   std::string_view refusal_;
   std::shared_ptr<response_sink> sink_;
   bool sink_resumed_ = false;

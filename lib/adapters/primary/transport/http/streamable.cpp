@@ -168,13 +168,15 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
                                    origin = who.origin]() mutable {
     auto stream = std::make_shared<logical_stream>(
         number, json_mode ? nullptr : entry->store.get(),
-        [entry, number] {
-          entry->streams.erase(number);
-          // The idle clock starts at the answer: a client that lost the stream has the
-          // whole timeout to resume it.
-          entry->last_used = now_ns();
-          --entry->running;
-        },
+        logical_stream::finish_hook{entry,
+                                    [](void* owner, std::uint64_t finished) {
+                                      auto* e = static_cast<session_entry*>(owner);
+                                      e->streams.erase(finished);
+                                      // The idle clock starts at the answer: a client that
+                                      // lost the stream has the whole timeout to resume it.
+                                      e->last_used = now_ns();
+                                      --e->running;
+                                    }},
         refusal);
     entry->streams.emplace(number, stream);
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
@@ -324,7 +326,7 @@ streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(con
   call.sink = c.make_sink();
   // No store: a sessionless stream cannot be resumed, and its events carry no ids.
   call.stream = std::make_shared<logical_stream>(
-      0, nullptr, nullptr,
+      0, nullptr, logical_stream::finish_hook{},
       call.json_mode ? std::string_view("this server answers each request with a single JSON document "
                                         "(http::options::reply is streaming::json), so a tool cannot ask the "
                                         "client a question")
