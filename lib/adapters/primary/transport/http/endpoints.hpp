@@ -85,6 +85,13 @@ struct endpoint_state {
   std::atomic<std::size_t> sessionless_answering{0};
 };
 
+/// Whether `refuse_unscoped` has anything to check: a `tools/call` behind token
+/// protection. Why asked first: without protection (the default) every request would
+/// otherwise make a coroutine frame and await it only to learn there is nothing to do.
+[[nodiscard]] inline bool may_lack_scopes(const endpoint_state& st, const ir::message& msg) {
+  return st.gate.enabled() && msg.is_request() && msg.method() == "tools/call";
+}
+
 /// The Streamable HTTP endpoint: POST carries one JSON-RPC message, GET opens or resumes
 /// a session's event stream, DELETE ends a session.
 ///

@@ -64,7 +64,8 @@ task<bool> legacy_endpoint::message(connection& c, request& req, const caller& w
   auto decoded = ir::decode(std::move(req.body));
   if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
   ir::message msg = std::get<ir::message>(std::move(decoded));
-  if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
+  if (may_lack_scopes(st_, msg))
+    if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
   entry->last_used = now_ns();
   // Everything the session says (the answer included) goes on its event stream.
   asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {

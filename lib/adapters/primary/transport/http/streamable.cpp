@@ -54,7 +54,7 @@ task<bool> refuse_foreign_session(connection& c) {
 
 task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, const caller& who,
                                           const ir::message& msg) {
-  if (!st.gate.enabled() || !msg.is_request() || msg.method() != "tools/call") co_return std::nullopt;
+  if (!may_lack_scopes(st, msg)) co_return std::nullopt;
   const std::optional<std::string> name = ir::string_member(msg.params(), "name");
   if (!name) co_return std::nullopt;  // the dispatcher answers the malformed call
   const std::shared_ptr<const droid::detail::tool_entry> tool = droid::detail::core(st.srv).find_tool(*name);
@@ -103,7 +103,8 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
     if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
     co_return co_await c.reply(400, "application/json", body);
   }
-  if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
+  if (may_lack_scopes(st_, msg))
+    if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
   if (o.stateless) co_return co_await serve_stateless(c, std::move(msg), version, who);
   co_return co_await in_session(c, req, std::move(msg), who);
 }
