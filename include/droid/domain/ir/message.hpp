@@ -58,10 +58,15 @@ enum class message_kind : std::uint8_t {
 /// A moved-from message may only be destroyed or assigned to.
 class message {
  public:
+  /// An empty notification; the decoder fills it.
   message() : f_(std::make_unique<fields>()) {}
-  message(message&&) noexcept = default;
-  message& operator=(message&&) noexcept = default;
+  /// Takes `other`'s block; `other` may then only be destroyed or assigned to.
+  message(message&& other) noexcept = default;
+  /// Takes `other`'s block; `other` may then only be destroyed or assigned to.
+  message& operator=(message&& other) noexcept = default;
+  /// A copy of `other`'s bytes and fields (the views are offsets, so they hold in it).
   message(const message& other) : f_(std::make_unique<fields>(*other.f_)) {}
+  /// Replaces this message with a copy of `other`.
   message& operator=(const message& other) {
     if (this != &other) f_ = std::make_unique<fields>(*other.f_);
     return *this;
