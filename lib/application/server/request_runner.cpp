@@ -569,12 +569,11 @@ void request_runner::route_answer(const ir::message& msg) {
   exchange_result outcome;
   if (msg.kind() == ir::message_kind::response) {
     boost::json::value v;
-    std::string error;
-    const std::error_code ec =
-        ir::visit_json(msg.result().text, [&](const ir::json_node& n) { (void)decode(n, v, error); });
-    outcome = ec ? exchange_result(exchange_error{make_error_code(errc::peer_error), 0,
-                                                  "the peer's result could not be read", {}})
-                 : exchange_result(std::move(v));
+    if (parse_exact(msg.result().text, v))
+      outcome = exchange_result(std::move(v));
+    else
+      outcome = exchange_result(
+          exchange_error{make_error_code(errc::peer_error), 0, "the peer's result could not be read", {}});
   } else {
     outcome = exchange_result(exchange_error{make_error_code(errc::peer_error), msg.error_code(),
                                              msg.error_message(), std::string(msg.error_data().text)});

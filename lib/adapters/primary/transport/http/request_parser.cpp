@@ -1060,7 +1060,7 @@ void request_parser::recycle(request&& served) noexcept {
   constexpr std::size_t max_head = 4096;
   constexpr std::size_t max_fields = 32;
   request& next = impl_->request_;
-  if (impl_->started_ || !next.head_.empty() || next.head_.capacity() > 0 || served.head_.capacity() > max_head ||
+  if (impl_->started_ || next.head_.capacity() > 0 || served.head_.capacity() > max_head ||
       served.headers.capacity() > max_fields)
     return;
   served.head_.clear();
