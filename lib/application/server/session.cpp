@@ -71,6 +71,10 @@ struct session::impl {
   bool tools_advertised = false;
   /// URIs the client subscribed to (`resources/subscribe`).
   std::set<std::string, std::less<>> subscriptions;
+  std::function<void()> on_change;
+  void changed() const {
+    if (on_change) on_change();
+  }
 };
 
 session::session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -83,6 +87,40 @@ std::shared_ptr<session> session::create(server& srv, asio::any_io_executor exec
   detail::core(srv).attach(s);
   return s;
 }
+
+std::shared_ptr<session> session::restore(server& srv, asio::any_io_executor executor, std::shared_ptr<outbound> out,
+                                          session_state state) {
+  auto s = create(srv, std::move(executor), std::move(out), std::move(state.principal));
+  impl& i = *s->impl_;
+  i.peer.protocol_version = std::move(state.protocol_version);
+  // A version this build does not speak (a newer instance wrote it) falls back as
+  // `initialize` would have negotiated it here.
+  i.peer.protocol_version = std::string(negotiate_version(i.peer.protocol_version));
+  i.peer.revision = *parse_revision(i.peer.protocol_version);
+  i.peer.client_info = std::move(state.client_info);
+  i.peer.capabilities = std::move(state.capabilities);
+  i.peer.min_log_level = state.min_log_level;
+  i.subscriptions.insert(std::make_move_iterator(state.subscriptions.begin()),
+                         std::make_move_iterator(state.subscriptions.end()));
+  i.tools_advertised = state.tools_advertised;
+  i.initialized = true;
+  return s;
+}
+
+session_state session::state() const {
+  const impl& i = *impl_;
+  session_state st;
+  st.protocol_version = i.peer.protocol_version;
+  st.client_info = i.peer.client_info;
+  st.capabilities = i.peer.capabilities;
+  st.min_log_level = i.peer.min_log_level;
+  st.subscriptions.assign(i.subscriptions.begin(), i.subscriptions.end());
+  st.principal = i.peer.principal;
+  st.tools_advertised = i.tools_advertised;
+  return st;
+}
+
+void session::on_state_change(std::function<void()> f) { impl_->on_change = std::move(f); }
 
 std::size_t session::in_flight() const noexcept { return impl_->runner->in_flight(); }
 bool session::is_initialized() const noexcept { return impl_->initialized; }
@@ -308,6 +346,9 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     s.peer = std::move(answer.peer);
     s.initialized = true;
     s.tools_advertised = s.srv.tool_count() > 0;
+    // Written out before the answer leaves: a client's next request may reach another
+    // instance that must find the session.
+    s.changed();
     answered(s.peer, 0, s.closed ? 0 : s.runner->send_result(to, id, answer.result, s.peer));
     return;
   }
@@ -332,6 +373,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     } else {
       if (auto it = s.subscriptions.find(*uri); it != s.subscriptions.end()) s.subscriptions.erase(it);
     }
+    s.changed();
     answered(s.peer, 0, s.runner->send_result(to, id, "{}", s.peer));
     return;
   }
@@ -350,6 +392,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       return;
     }
     s.peer.min_log_level = level;
+    s.changed();
     answered(s.peer, 0, s.runner->send_result(to, id, "{}", s.peer));
     return;
   }

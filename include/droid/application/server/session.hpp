@@ -20,10 +20,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <asio/any_io_executor.hpp>
 
@@ -58,6 +60,26 @@ struct initialize_answer {
 /// the POST.
 [[nodiscard]] initialize_answer answer_initialize(const server& srv, ir::raw_json params);
 
+/// What a 2025 session remembers between requests, as plain data.
+///
+/// Why it exists: a session of a server that runs as several instances must outlive the
+/// instance that opened it. The transport stores this (in Redis) whenever it changes,
+/// and another instance makes the session anew from it (`session::restore`) when the
+/// first is gone. Requests in flight and questions waiting for the client are not here:
+/// they are frames, which stay where they run.
+struct session_state {
+  /// The negotiated version ("2025-11-25", ...).
+  std::string protocol_version{};
+  boost::json::object client_info{};   ///< `clientInfo` as sent in `initialize`
+  boost::json::object capabilities{};  ///< `capabilities` as sent in `initialize`
+  std::optional<log_level> min_log_level{};  ///< from `logging/setLevel`, if it came
+  std::vector<std::string> subscriptions{};  ///< URIs of `resources/subscribe`, sorted
+  std::string principal{};  ///< whom the session belongs to (`principal::key()`)
+  /// `initialize` was answered with the tools capability (so tools/list_changed may be
+  /// sent).
+  bool tools_advertised = false;
+};
+
 /// One client's conversation: lifecycle state, requests in flight, and their tasks.
 ///
 /// Why a class of its own (and not per-request state on the transport): the 2025 era
@@ -77,6 +99,10 @@ class session : public std::enable_shared_from_this<session> {
   /// are bound. The transport checks that later requests come from the same principal.
   [[nodiscard]] static std::shared_ptr<session> create(server& srv, asio::any_io_executor executor,
                                                        std::shared_ptr<outbound> out, std::string principal = {});
+  /// An initialized session made from `state` (another instance's, see `session_state`):
+  /// it serves requests at once, as the session that `state` was taken from would have.
+  [[nodiscard]] static std::shared_ptr<session> restore(server& srv, asio::any_io_executor executor,
+                                                        std::shared_ptr<outbound> out, session_state state);
   ~session();
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -121,6 +147,13 @@ class session : public std::enable_shared_from_this<session> {
   /// session's own outbound; dropped before initialization, after close, or when there
   /// is no such outbound (HTTP with no GET stream open).
   void notify(std::string_view method, std::string params_json = {});
+
+  /// What the session remembers (see `session_state`); meaningful once initialized.
+  [[nodiscard]] session_state state() const;
+  /// Calls `f` on the session's shard each time `state()` changes: `initialize` answered,
+  /// a new log level, a subscription added or removed. Why: a transport that shares the
+  /// session with other instances writes the state out then, and only then.
+  void on_state_change(std::function<void()> f);
 
   /// Replaces the session's own outbound (HTTP: the standalone GET stream, or null).
   void set_outbound(std::shared_ptr<outbound> out);

@@ -328,6 +328,11 @@ void client::on_connected() {
     append_resp(preamble, args, 2);
     ++count;
   }
+  for (const std::string& channel : channels_) {
+    const std::string_view args[] = {"SUBSCRIBE", channel};
+    append_resp(preamble, args, 2);
+    ++count;
+  }
   const std::string_view ping[] = {"PING"};
   append_resp(preamble, ping, 1);
   ++count;
@@ -384,6 +389,12 @@ void client::on_read(std::size_t n) {
     if (raw == nullptr) break;
     reply r = convert(*static_cast<redisReply*>(raw));
     freeReplyObject(raw);
+    // A published message is no reply to anything: it goes to the handler.
+    if (on_message_ && r.type == reply::kind::array && r.elements.size() == 3 && r.elements[0].str == "message") {
+      on_message_(r.elements[1].str, r.elements[2].str);
+      if (gen != generation_ || state_ == state::closed) return;
+      continue;
+    }
     if (pending_.empty()) {
       fail(errc::unavailable, "Redis sent a reply nobody asked for");
       return;
@@ -497,6 +508,18 @@ void client::arm_watchdog() {
                           : self->options_.where.display() + " did not answer within " +
                                 std::to_string(self->options_.command_timeout.count()) + " ms");
   });
+}
+
+void client::subscribe(std::string channel) {
+  if (std::find(channels_.begin(), channels_.end(), channel) != channels_.end()) return;
+  channels_.push_back(std::move(channel));
+  // Connected: subscribe now. Otherwise the next connection's preamble does.
+  if (!socket_ready_) return;
+  const std::string_view args[] = {"SUBSCRIBE", channels_.back()};
+  append_resp(out_, args, 2);
+  pending_.push_back(pending{nullptr, std::chrono::steady_clock::now() + options_.command_timeout});
+  arm_watchdog();
+  start_write();
 }
 
 void client::close() {

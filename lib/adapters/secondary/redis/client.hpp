@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -156,6 +157,20 @@ class client : public std::enable_shared_from_this<client> {
   bool send(std::initializer_list<std::string_view> args);
   bool send(const std::vector<std::string>& args);
 
+  /// What a subscribed client is given for each message: the channel and the payload.
+  /// Both views are valid during the call only.
+  using message_handler = std::function<void(std::string_view channel, std::string_view payload)>;
+  /// Makes this a subscriber: `on_message` gets every message published on the channels
+  /// it subscribes to. Why on the client and not a class of its own: a subscriber is one
+  /// more connection with the same reconnection and timeouts; only its replies differ.
+  /// A subscribed connection takes no other commands than `subscribe` (Redis's rule);
+  /// set it before the first `subscribe`.
+  void on_message(message_handler handler) { on_message_ = std::move(handler); }
+  /// Subscribes to `channel`, now and on every reconnection. Messages published while the
+  /// connection is down are lost (pub/sub delivers at most once): what is built on it
+  /// must tolerate that (see docs/scale-out.md).
+  void subscribe(std::string channel);
+
   /// Connected, and the last connection has answered AUTH/SELECT.
   [[nodiscard]] bool connected() const noexcept { return state_ == state::up; }
   /// Why the client is not connected (empty while it is): "connection refused", ...
@@ -222,8 +237,12 @@ class client : public std::enable_shared_from_this<client> {
   bool write_in_progress_ = false;
   std::vector<char> in_;
   std::deque<pending> pending_{};
-  /// Commands of the preamble (AUTH, SELECT) still unanswered on this connection.
+  /// Commands of the preamble (AUTH, SELECT, SUBSCRIBE, PING) still unanswered on this
+  /// connection.
   std::size_t preamble_ = 0;
+  message_handler on_message_{};
+  /// Channels subscribed to, sent again on every connection.
+  std::vector<std::string> channels_{};
 };
 
 }  // namespace droid::redis

@@ -228,8 +228,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
                    std::string_view extra = {});
   /// A JSON-RPC error (`id: null`) as the body of an HTTP error.
-  task<bool> reply_rpc_error(int status, ir::errc code, std::string_view message, bool close = false) {
-    co_return co_await reply(status, "application/json", rpc_error_body(code, message), close);
+  /// `extra`: more header lines (each ending in CRLF), such as a 503's Retry-After.
+  task<bool> reply_rpc_error(int status, ir::errc code, std::string_view message, bool close = false,
+                             std::string_view extra = {}) {
+    co_return co_await reply(status, "application/json", rpc_error_body(code, message), close, extra);
   }
 
   /// Header lines (each ending in CRLF) every response to the current request carries,

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@ namespace droid::http::detail {
 class connection;
 struct request;
 struct endpoint_state;
+class cluster;
 
 /// Answers a POST whose body is no JSON-RPC message we serve: 400 with the decoder's
 /// error, or 202 for what deserves no answer (a malformed notification, say).
@@ -83,6 +85,8 @@ struct endpoint_state {
   /// Sessionless requests being answered (listen streams excluded: they never end by
   /// themselves), so a graceful stop waits for them as it does for sessions' requests.
   std::atomic<std::size_t> sessionless_answering{0};
+  /// This instance among several (`options::cluster`); null when it runs alone.
+  std::shared_ptr<cluster> peers;
 };
 
 /// Whether `refuse_unscoped` has anything to check: a `tools/call` behind token
@@ -117,6 +121,40 @@ class streamable_endpoint {
   task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version, const caller& who);
   /// A request of a 2025 session (or an `initialize` that opens one).
   task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
+
+ public:
+  // ---- several instances (cluster.hpp; forwarded.cpp) --------------------------------
+  /// Hands `msg` of session `entry` to its shard, answering on `sink` (a connection's, or
+  /// a relay's for a request forwarded from another instance).
+  void start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
+                     const std::shared_ptr<response_sink>& sink, bool json_mode,
+                     std::shared_ptr<const request_origin> origin);
+  /// Opens (`number` 0) or resumes a GET stream of `entry` into `sink`: the sink is
+  /// accepted or rejected on the session's shard.
+  void start_get(const std::shared_ptr<session_entry>& entry, const std::shared_ptr<response_sink>& sink,
+                 std::uint64_t number, std::uint64_t after, bool resume);
+  /// Undoes `start_get` once the GET's connection (or relay) is done.
+  void end_get(const std::shared_ptr<session_entry>& entry, const std::shared_ptr<response_sink>& sink,
+               std::uint64_t number);
+  /// Serves a message another instance forwarded to this one, the session's owner.
+  void serve_forwarded(std::vector<std::string_view> fields);
+
+ private:
+  /// A request for session `sid`, owned by instance `owner`: forwarded there, its answer
+  /// written here.
+  task<bool> forward_post(connection& c, ir::message msg, std::string sid, std::string owner, const caller& who);
+  /// A GET for a stream of a session owned by `owner`.
+  task<bool> forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number, std::uint64_t after,
+                         bool resume, const caller& who);
+  /// Where a session named by a request is.
+  struct found_session {
+    std::shared_ptr<session_entry> entry;  ///< here (in the table, maybe just taken over)
+    std::string owner;                     ///< or at this other instance
+    std::optional<bool> answered;          ///< or nowhere: the refusal was written (keep?)
+  };
+  /// Finds session `sid` here or, in a cluster, through Redis (taking it over when its
+  /// owner is gone). Checks that it belongs to `who`.
+  task<found_session> find_session(connection& c, std::string sid, const caller& who);
 
   /// A sessionless request on its way: the stream the runner answers it on, and the
   /// sink the connection writes from.

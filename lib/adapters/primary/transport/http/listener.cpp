@@ -27,6 +27,7 @@
 
 #include "checks.hpp"
 #include "connection.hpp"
+#include "cluster.hpp"
 #include "endpoints.hpp"
 #include "routes.hpp"
 #include "tls.hpp"
@@ -157,7 +158,11 @@ void listener::impl::start_reaper() {
     if (ec || core.stopping()) return;
     const std::int64_t cutoff =
         now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(opts.session_idle_timeout).count();
-    for (auto& e : state.sessions.take_idle(cutoff)) detail::end_session(e);
+    for (auto& e : state.sessions.take_idle(cutoff)) {
+      // Ended for good: no other instance may take it over.
+      if (state.peers) state.peers->forget(*e);
+      detail::end_session(e);
+    }
     start_reaper();
   });
 }
@@ -178,6 +183,9 @@ void listener::impl::do_stop(std::function<void()> on_stopped) {
         tick->async_wait([poll, tick](const std::error_code&) { (*poll)(); });
         return;
       }
+      // The sessions end here, not everywhere: their records stay in Redis, and the
+      // goodbye lets the other instances take them over at the clients' next requests.
+      if (state.peers) state.peers->stop();
       for (auto& e : state.sessions.take_all()) detail::end_session(e);
       core.close_connections();
       for (auto& s : core.shards) {
@@ -246,6 +254,14 @@ void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
   l.core.bind();
   l.state.gate.prepare(contexts.size(), url_of(l));
   l.reaper.emplace(*contexts.front());
+  if (!l.opts.cluster.redis_url.empty()) {
+    std::vector<asio::any_io_executor> executors;
+    for (asio::io_context* io : contexts) executors.push_back(io->get_executor());
+    l.state.peers = std::make_shared<detail::cluster>(l.state, l.opts.cluster, std::move(executors));
+    l.state.peers->on_request = [&l](std::vector<std::string_view> fields) {
+      l.streamable.serve_forwarded(std::move(fields));
+    };
+  }
 }
 
 }  // namespace
@@ -291,6 +307,7 @@ void listener::reload_tls() {
 }
 
 void listener::start() {
+  if (impl_->state.peers) impl_->state.peers->start();
   impl_->core.start(impl_);
   asio::post(impl_->core.shards[0]->io, [l = impl_] { l->start_reaper(); });
 }

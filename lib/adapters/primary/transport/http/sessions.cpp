@@ -26,6 +26,12 @@ std::shared_ptr<session_entry> session_entry::create(droid::server& srv, asio::a
   return entry;
 }
 
+void session_entry::set_store(std::unique_ptr<event_store> st) {
+  store = std::move(st);
+  standalone = std::make_shared<logical_stream>(0, store.get(), logical_stream::finish_hook{});
+  s->set_outbound(standalone);
+}
+
 void end_session(const std::shared_ptr<session_entry>& e) {
   asio::post(e->executor, [e] {
     e->s->close();
@@ -46,6 +52,15 @@ bool session_table::insert(const std::shared_ptr<session_entry>& e, std::size_t 
   if (map_.size() >= cap) return false;
   map_.emplace(e->id, e);
   return true;
+}
+
+std::shared_ptr<session_entry> session_table::insert_or_get(const std::shared_ptr<session_entry>& e,
+                                                          std::size_t cap) {
+  std::lock_guard lock(mutex_);
+  if (auto it = map_.find(e->id); it != map_.end()) return it->second;
+  if (map_.size() >= cap) return nullptr;
+  map_.emplace(e->id, e);
+  return e;
 }
 
 std::shared_ptr<session_entry> session_table::erase(std::string_view id) {

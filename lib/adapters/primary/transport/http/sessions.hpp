@@ -43,10 +43,20 @@ struct session_entry {
   /// Bound to `principal` (`principal::key()`; empty: no authentication).
   static std::shared_ptr<session_entry> create(droid::server& srv, asio::any_io_executor executor,
                                                std::unique_ptr<event_store> store, std::string principal = {});
+  /// Gives the session `store` (one that needs the session's id, made after it).
+  void set_store(std::unique_ptr<event_store> store);
 
   std::string id;
   std::shared_ptr<session> s;
   asio::any_io_executor executor;
+  /// The index of `executor`'s shard (whose Redis client a cluster writes the session
+  /// with).
+  std::size_t shard = 0;
+  /// How many times the session was taken over by another instance (cluster.hpp); its
+  /// streams are numbered from `epoch << 32`.
+  std::uint64_t epoch = 0;
+  /// When a cluster last refreshed the session's record in Redis (ns, as `last_used`).
+  std::atomic<std::int64_t> record_touched{0};
   /// Open POST streams and the GET stream: a session with any is busy, never reaped.
   std::atomic<int> active{0};
   /// Requests not yet answered, whether a connection still carries their stream or not:
@@ -89,6 +99,9 @@ class session_table {
   [[nodiscard]] std::shared_ptr<session_entry> find(std::string_view id) const;
   /// False (and nothing inserted) when `cap` sessions live already.
   bool insert(const std::shared_ptr<session_entry>& e, std::size_t cap);
+  /// Inserts `e`, or returns the entry of the same id already there (a session taken
+  /// over by two requests at once); null when `cap` sessions live already.
+  std::shared_ptr<session_entry> insert_or_get(const std::shared_ptr<session_entry>& e, std::size_t cap);
   std::shared_ptr<session_entry> erase(std::string_view id);
   /// Removes and returns every entry idle since before `cutoff` and not busy (no open
   /// stream, no request being answered).

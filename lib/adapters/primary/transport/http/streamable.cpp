@@ -19,6 +19,7 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "checks.hpp"
+#include "cluster.hpp"
 #include "connection.hpp"
 #include "routing_headers.hpp"
 
@@ -109,6 +110,45 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
   co_return co_await in_session(c, req, std::move(msg), who);
 }
 
+task<streamable_endpoint::found_session> streamable_endpoint::find_session(connection& c, std::string sid,
+                                                                         const caller& who) {
+  found_session out;
+  std::shared_ptr<session_entry> entry = valid_session_id(sid) ? st_.sessions.find(sid) : nullptr;
+  if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
+  if (!entry && st_.peers && valid_session_id(sid)) {
+    cluster::located where = co_await st_.peers->locate(c.home().index, c.executor(), sid);
+    switch (where.is) {
+      case cluster::located::where::here: entry = std::move(where.entry); break;
+      case cluster::located::where::remote:
+        if (where.principal != who.principal) {
+          out.answered = co_await refuse_foreign_session(c);
+          co_return out;
+        }
+        out.owner = std::move(where.owner);
+        co_return out;
+      case cluster::located::where::unavailable: {
+        // Fails fast (the client says why at once) and says when to come back.
+        const std::string why = "Service Unavailable: the session store (Redis) cannot be reached (" +
+                                st_.peers->redis_on(c.home().index)->last_failure() + "); try again shortly";
+        out.answered = co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
+        co_return out;
+      }
+      case cluster::located::where::nowhere: break;
+    }
+  }
+  if (!entry) {
+    out.answered = co_await c.reply_rpc_error(404, ir::errc::invalid_request,
+                                              "Not Found: unknown or ended session; initialize a new one");
+    co_return out;
+  }
+  if (!belongs_to(*entry, who)) {
+    out.answered = co_await refuse_foreign_session(c);
+    co_return out;
+  }
+  out.entry = std::move(entry);
+  co_return out;
+}
+
 task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::message msg, const caller& who) {
   const options& o = st_.opts;
   const bool server_json = o.reply == streaming::json;
@@ -119,11 +159,20 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   if (is_initialize && !sid) {
     // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
     // lost connection ends its request.
+    const bool resumable = !server_json && (o.event_store || o.event_ring_capacity > 0);
     std::unique_ptr<event_store> store;
-    if (!server_json && (o.event_store || o.event_ring_capacity > 0))
+    if (resumable && !st_.peers)
       store = o.event_store ? o.event_store()
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes);
     entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
+    entry->shard = c.home().index;
+    if (st_.peers) {
+      // In a cluster the ring is written behind to Redis, under the session's id.
+      if (resumable)
+        entry->set_store(st_.peers->make_store(
+            *entry, entry->shard, std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes)));
+      st_.peers->own(entry);
+    }
     if (!st_.sessions.insert(entry, o.max_sessions))
       co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
                                          "Service Unavailable: too many sessions, try again later");
@@ -132,12 +181,11 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (!sid)
       co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                          "Bad Request: Mcp-Session-Id header is required");
-    entry = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
-    if (entry && entry->legacy) entry = nullptr;  // a legacy session lives on its own paths
-    if (!entry)
-      co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request,
-                                         "Not Found: unknown or ended session; initialize a new one");
-    if (!belongs_to(*entry, who)) co_return co_await refuse_foreign_session(c);
+    found_session found = co_await find_session(c, std::string(*sid), who);
+    if (found.answered) co_return *found.answered;
+    if (!found.owner.empty()) co_return co_await forward_post(c, std::move(msg), std::string(*sid), std::move(found.owner), who);
+    entry = std::move(found.entry);
+    if (st_.peers) st_.peers->touch(*entry);
   }
   entry->last_used = now_ns();
 
@@ -153,47 +201,9 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   // MCP 2025-11-25 asks servers not to upgrade `tasks/get` to a stream (the client is
   // polling), and these answers never carry anything but the response.
   const bool json_mode = server_json || is_task_poll(msg.method());
-  const std::uint64_t number = ++entry->next_stream;
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
-  ++entry->active;
-  // Counted before the hand-over, while `active` still holds the session: the reaper
-  // never sees a moment with neither.
-  ++entry->running;
-  // Why a tool on this stream could not ask the client anything (empty: it can).
-  const std::string_view refusal =
-      json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
-                  "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
-                : std::string_view();
-  asio::dispatch(entry->executor, [entry, number, sink, json_mode, refusal, m = std::move(msg),
-                                   origin = who.origin]() mutable {
-    auto stream = std::make_shared<logical_stream>(
-        number, json_mode ? nullptr : entry->store.get(),
-        logical_stream::finish_hook{entry,
-                                    [](void* owner, std::uint64_t finished) {
-                                      auto* e = static_cast<session_entry*>(owner);
-                                      e->streams.erase(finished);
-                                      // The idle clock starts at the answer: a client that
-                                      // lost the stream has the whole timeout to resume it.
-                                      e->last_used = now_ns();
-                                      --e->running;
-                                    }},
-        refusal);
-    entry->streams.emplace(number, stream);
-    // A client of 2025-11-25 or later gets a priming event first: an id to resume from
-    // before any data. Decided by the session's negotiated version, not the request's
-    // header (which some clients send as 2025-03-26 regardless).
-    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
-      sink->push(sse_event{event_id(number, 0), std::string()});
-    stream->attach(sink);
-    entry->s->receive(std::move(m), stream, std::move(origin));
-    // The verdict is posted behind the tool's first step (receive() posts that too), so
-    // everything a tool that finishes at once says (the priming event, the answer, the
-    // end) is queued before it, and the connection writes the response in one write
-    // instead of one per event. A tool that suspends gets its head and priming event
-    // out at once all the same.
-    asio::post(entry->executor, [sink] { sink->accept(); });
-  });
+  start_request(entry, std::move(msg), sink, json_mode, who.origin);
   bool keep;
   if (json_mode) {
     keep = co_await c.serve_json(sink, new_session_header);
@@ -208,14 +218,61 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     // are recorded, so a GET with Last-Event-ID can pick them up; without one nothing
     // could ever reach the client again, so the request is cancelled (and any question
     // its tool waits on is withdrawn) rather than left waiting for the session's end.
-    asio::dispatch(entry->executor, [entry, number, sink, request_id] {
-      if (auto it = entry->streams.find(number); it != entry->streams.end()) it->second->detach(sink);
+    asio::dispatch(entry->executor, [entry, sink, request_id] {
+      for (auto& [number, stream] : entry->streams) stream->detach(sink);
       if (!entry->store && !entry->legacy) entry->s->cancel(request_id);
     });
   }
   --entry->active;
   entry->last_used = now_ns();
   co_return keep;
+}
+
+void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
+                                        const std::shared_ptr<response_sink>& sink, bool json_mode,
+                                        std::shared_ptr<const request_origin> origin) {
+  ++entry->active;
+  // Counted before the hand-over, while `active` still holds the session: the reaper
+  // never sees a moment with neither.
+  ++entry->running;
+  // Why a tool on this stream could not ask the client anything (empty: it can).
+  const std::string_view refusal =
+      json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
+                  "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
+                : std::string_view();
+  asio::dispatch(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg),
+                                   origin = std::move(origin)]() mutable {
+    // Numbered on the session's shard: a session's requests may come through several
+    // shards' connections (and instances), and each must get its own number.
+    const std::uint64_t number = ++entry->next_stream;
+    auto stream = std::make_shared<logical_stream>(
+        number, json_mode ? nullptr : entry->store.get(),
+        logical_stream::finish_hook{entry,
+                                    [](void* owner, std::uint64_t finished) {
+                                      auto* e = static_cast<session_entry*>(owner);
+                                      e->streams.erase(finished);
+                                      // The idle clock starts at the answer: a client that
+                                      // lost the stream has the whole timeout to resume it.
+                                      e->last_used = now_ns();
+                                      --e->running;
+                                    }},
+        refusal);
+    entry->streams.emplace(number, stream);
+    if (!json_mode && entry->store) entry->store->begin(number, m.id().to_json());
+    // A client of 2025-11-25 or later gets a priming event first: an id to resume from
+    // before any data. Decided by the session's negotiated version, not the request's
+    // header (which some clients send as 2025-03-26 regardless).
+    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
+      sink->push(sse_event{event_id(number, 0), std::string()});
+    stream->attach(sink);
+    entry->s->receive(std::move(m), stream, std::move(origin));
+    // The verdict is posted behind the tool's first step (receive() posts that too), so
+    // everything a tool that finishes at once says (the priming event, the answer, the
+    // end) is queued before it, and the connection writes the response in one write
+    // instead of one per event. A tool that suspends gets its head and priming event
+    // out at once all the same.
+    asio::post(entry->executor, [sink] { sink->accept(); });
+  });
 }
 
 task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::message msg, const std::string_view* version,
@@ -381,11 +438,6 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
   const std::string_view* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
-  auto entry = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
-  if (entry && entry->legacy) entry = nullptr;
-  if (!entry)
-    co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
-  if (!belongs_to(*entry, who)) co_return co_await refuse_foreign_session(c);
 
   // Which stream, and from where: no Last-Event-ID opens the standalone stream afresh;
   // one names a stream of this session and the last event the client saw on it.
@@ -394,14 +446,57 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
   if (last && !parse_event_id(*last, number, after))
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                        "Bad Request: Last-Event-ID was not issued by this server");
+  const bool resume = last != nullptr;
+  found_session found = co_await find_session(c, std::string(*sid), who);
+  if (found.answered) co_return *found.answered;
+  if (!found.owner.empty())
+    co_return co_await forward_get(c, std::string(*sid), std::move(found.owner), number, after, resume, who);
+  std::shared_ptr<session_entry> entry = std::move(found.entry);
+  if (st_.peers) st_.peers->touch(*entry);
   const bool standalone = number == 0;
   if (standalone && entry->has_standalone.exchange(true))
     co_return co_await c.reply_rpc_error(409, ir::errc::invalid_request,
                                        "Conflict: this session already has a standalone stream open");
 
   auto sink = c.make_sink();
+  // A stream of an earlier owner of a session taken over: only Redis has it.
+  if (st_.peers && !standalone && entry->epoch > 0 && number < (entry->epoch << 32)) {
+    ++entry->active;
+    const bool ok = co_await st_.peers->replay_foreign(c.home().index, entry, number, after, sink);
+    if (!ok) {
+      --entry->active;
+      co_return co_await c.reply_rpc_error(
+          400, ir::errc::invalid_request, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
+    }
+    asio::dispatch(entry->executor, [entry, sink] {
+      // The stream is over: the client reads what it missed, then idles as on a resumed
+      // stream of this instance's.
+      entry->resumed.push_back(sink);
+      sink->accept();
+    });
+  } else {
+    start_get(entry, sink, number, after, resume);
+  }
+  co_await sink->wait_settled();
+  bool keep = false;
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (!sink->dead()) {
+    // Resumed request streams idle with keep-alives like the standalone one (see
+    // logical_stream::attach).
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, true);
+    c.stop_watching();
+  }
+  end_get(entry, sink, number);
+  co_return keep;
+}
+
+void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
+                                    const std::shared_ptr<response_sink>& sink, std::uint64_t number,
+                                    std::uint64_t after, bool resume) {
   ++entry->active;
-  asio::dispatch(entry->executor, [entry, sink, number, after, resume = last != nullptr] {
+  asio::dispatch(entry->executor, [entry, sink, number, after, resume] {
     const auto refuse = [&] {
       sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
     };
@@ -425,17 +520,10 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
     entry->resumed.push_back(sink);
     sink->accept();
   });
-  co_await sink->wait_settled();
-  bool keep = false;
-  if (sink->rejected_status() != 0) {
-    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
-  } else if (!sink->dead()) {
-    // Resumed request streams idle with keep-alives like the standalone one (see
-    // logical_stream::attach).
-    c.watch_for_close(sink);
-    keep = co_await c.serve_events(sink, {}, true);
-    c.stop_watching();
-  }
+}
+
+void streamable_endpoint::end_get(const std::shared_ptr<session_entry>& entry,
+                                  const std::shared_ptr<response_sink>& sink, std::uint64_t number) {
   asio::dispatch(entry->executor, [entry, sink, number] {
     if (number == 0) {
       entry->standalone->detach(sink);
@@ -444,10 +532,9 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
       std::erase(entry->resumed, sink);
     }
   });
-  if (standalone) entry->has_standalone = false;
+  if (number == 0) entry->has_standalone = false;
   --entry->active;
   entry->last_used = now_ns();
-  co_return keep;
 }
 
 task<bool> streamable_endpoint::remove(connection& c, request& req, const caller& who) {
@@ -457,9 +544,27 @@ task<bool> streamable_endpoint::remove(connection& c, request& req, const caller
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
   auto found = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
   if (found && !found->legacy && !belongs_to(*found, who)) co_return co_await refuse_foreign_session(c);
-  auto entry = found && !found->legacy ? st_.sessions.erase(*sid) : nullptr;
+  if ((!found || found->legacy) && st_.peers && valid_session_id(*sid)) {
+    // Owned by another instance: it ends the session there (and its record); one whose
+    // owner is gone is taken over here first, then ended like any other.
+    found_session where = co_await find_session(c, std::string(*sid), who);
+    if (where.answered) co_return *where.answered;
+    if (!where.owner.empty()) {
+      std::string payload = encode_fields({"del", std::string(*sid), who.principal});
+      const bool told = co_await st_.peers->send_to(c.home().index, where.owner, std::move(payload));
+      if (!told)
+        co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                             "Service Unavailable: the instance that owns this session cannot be "
+                                             "reached; try again shortly",
+                                             false, "Retry-After: 1\r\n");
+      co_return co_await c.reply(200, {}, {});
+    }
+  }
+  auto entry = st_.sessions.find(*sid);
+  entry = entry && !entry->legacy ? st_.sessions.erase(*sid) : nullptr;
   if (!entry)
     co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
+  if (st_.peers) st_.peers->forget(*entry);
   end_session(entry);
   co_return co_await c.reply(200, {}, {});
 }

@@ -211,6 +211,31 @@ struct options {
   /// The `retry:` (milliseconds) a 2025-11-25 client is told to wait before reconnecting.
   std::chrono::milliseconds retry_interval{1'000};
 
+  /// Several instances of one server behind a load balancer, sharing their sessions
+  /// through Redis (docs/scale-out.md). Off while `redis_url` is empty.
+  struct scale_out {
+    /// `redis://[[user]:password@]host[:port][/db]` or `unix:///path[?db=N]`.
+    std::string redis_url{};
+    /// This instance's name among the others; unique while it runs. Empty: the host
+    /// name, the process id and random bits.
+    std::string instance_id{};
+    /// Prepended to every Redis key and channel, so that several deployments can share
+    /// one Redis.
+    std::string key_prefix = "droid:";
+    /// How often an instance says it is alive. Another instance is taken for dead once
+    /// `instance_ttl` passes without a word from it: its sessions are then taken over by
+    /// whichever instance their next request reaches.
+    std::chrono::milliseconds heartbeat{1'000};
+    std::chrono::milliseconds instance_ttl{3'000};  ///< see `heartbeat`
+    /// A Redis reply may take this long; past it (or with Redis down) a request that
+    /// needs Redis is answered 503 with Retry-After.
+    std::chrono::milliseconds redis_timeout{1'000};
+    /// A request handed to the instance that owns its session must be taken up within
+    /// this long, or it is answered 503 (the owner is alive but did not hear it).
+    std::chrono::milliseconds forward_timeout{2'000};
+  };
+  scale_out cluster{};  ///< see `scale_out`
+
   /// GET paths the application serves itself, matched before the MCP endpoint (a path
   /// equal to `path` or a legacy path is never reached). See `route`.
   std::vector<route> routes{};

@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The cluster: records, heartbeats, the inbox, forwarding and takeover (cluster.hpp).
+#include "cluster.hpp"
+
+#include <charconv>
+#include <random>
+
+#include <unistd.h>
+
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <droid/application/spawn.hpp>
+#include <droid/application/use_task.hpp>
+#include <droid/domain/ir/codec.hpp>
+#include <droid/domain/mcp/schema.hpp>
+
+#include "endpoints.hpp"
+#include "responses.hpp"
+#include "stream.hpp"
+
+namespace droid::http::detail {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string default_instance_name() {
+  char host[256] = {};
+  (void)::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", rd());
+  return std::string(host) + "-" + std::to_string(::getpid()) + "-" + suffix;
+}
+
+std::uint64_t to_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  (void)std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+/// Swaps a session's owner from `ARGV[1]` to `ARGV[2]` if it is still `ARGV[1]`, bumping
+/// its epoch; returns the new epoch, or -1 when another instance got there first.
+constexpr std::string_view takeover_script = R"(
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+)";
+
+}  // namespace
+
+// ---- fields ------------------------------------------------------------------------------
+
+std::string encode_fields(std::initializer_list<std::string_view> fields) {
+  std::size_t size = 0;
+  for (const std::string_view f : fields) size += f.size() + 8;
+  std::string out;
+  out.reserve(size);
+  for (const std::string_view f : fields) {
+    out += std::to_string(f.size());
+    out += ':';
+    out += f;
+  }
+  return out;
+}
+
+bool decode_fields(std::string_view text, std::vector<std::string_view>& out) {
+  out.clear();
+  while (!text.empty()) {
+    const std::size_t colon = text.find(':');
+    if (colon == std::string_view::npos || colon == 0 || colon > 10) return false;
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + colon, n);
+    if (ec != std::errc() || end != text.data() + colon || n > text.size() - colon - 1) return false;
+    out.push_back(text.substr(colon + 1, n));
+    text.remove_prefix(colon + 1 + n);
+  }
+  return !out.empty();
+}
+
+// ---- records -----------------------------------------------------------------------------
+
+std::vector<std::string> record_fields(const session_record& r) {
+  const session_state& s = r.state;
+  boost::json::array subs;
+  for (const std::string& uri : s.subscriptions) subs.emplace_back(uri);
+  return {"owner",     r.owner,
+          "version",   s.protocol_version,
+          "client",    boost::json::serialize(s.client_info),
+          "caps",      boost::json::serialize(s.capabilities),
+          "level",     s.min_log_level ? std::string(to_string(*s.min_log_level)) : std::string(),
+          "subs",      boost::json::serialize(subs),
+          "principal", s.principal,
+          "tools",     s.tools_advertised ? "1" : "0"};
+}
+
+bool parse_record(const redis::reply& hash, session_record& out) {
+  if (hash.type != redis::reply::kind::array || hash.elements.size() % 2 != 0) return false;
+  bool have_owner = false, have_version = false;
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
+    const std::string& k = hash.elements[i].str;
+    const std::string& v = hash.elements[i + 1].str;
+    // Everything read back goes through the same exact parser as every message (the
+    // record was written by an instance of ours, but Redis is not ours alone).
+    const auto object = [&](boost::json::object& into) {
+      boost::json::value parsed;
+      if (parse_exact(v, parsed) && parsed.is_object()) into = std::move(parsed.as_object());
+    };
+    if (k == "owner") {
+      out.owner = v;
+      have_owner = true;
+    } else if (k == "epoch") {
+      out.epoch = to_u64(v);
+    } else if (k == "version") {
+      out.state.protocol_version = v;
+      have_version = true;
+    } else if (k == "client") {
+      object(out.state.client_info);
+    } else if (k == "caps") {
+      object(out.state.capabilities);
+    } else if (k == "level") {
+      log_level level{};
+      if (parse_log_level(v, level)) out.state.min_log_level = level;
+    } else if (k == "subs") {
+      boost::json::value parsed;
+      if (parse_exact(v, parsed) && parsed.is_array())
+        for (const auto& uri : parsed.as_array())
+          if (uri.is_string()) out.state.subscriptions.emplace_back(uri.as_string());
+    } else if (k == "principal") {
+      out.state.principal = v;
+    } else if (k == "tools") {
+      out.state.tools_advertised = v == "1";
+    }
+  }
+  return have_owner && have_version;
+}
+
+// ---- cluster -----------------------------------------------------------------------------
+
+cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards)
+    : st_(st), opts_(o), name_(o.instance_id.empty() ? default_instance_name() : o.instance_id), shards_(std::move(shards)) {
+  std::string error;
+  auto where = redis::parse_url(opts_.redis_url, error);
+  if (!where) throw std::invalid_argument("http::options::cluster.redis_url: " + error);
+  redis::client_options co;
+  co.where = *where;
+  co.command_timeout = opts_.redis_timeout;
+  co.connect_timeout = opts_.redis_timeout;
+  // Named so: a channel name is a field of every message, and a name with a separator
+  // in it would be one nobody could reply to.
+  if (name_.find_first_of(" \r\n") != std::string::npos)
+    throw std::invalid_argument("http::options::cluster.instance_id must not contain spaces or line breaks");
+  for (const auto& ex : shards_) clients_.push_back(redis::client::create(ex, co));
+  inbox_ = redis::client::create(shards_.front(), co);
+}
+
+void cluster::start() {
+  auto self = shared_from_this();
+  asio::dispatch(shards_.front(), [self] {
+    // Weak: the inbox belongs to the cluster, and a strong reference back would keep
+    // both alive forever.
+    self->inbox_->on_message([weak = std::weak_ptr<cluster>(self)](std::string_view channel, std::string_view payload) {
+      if (auto c = weak.lock()) c->on_message(channel, payload);
+    });
+    self->inbox_->subscribe(self->opts_.key_prefix + "c:" + self->name_);
+    self->inbox_->subscribe(self->opts_.key_prefix + "all");
+    self->heartbeat_.emplace(self->shards_.front());
+    self->beat();
+  });
+}
+
+void cluster::beat() {
+  if (stopping_) return;
+  redis::client& r = *clients_.front();
+  (void)r.send({"SET", opts_.key_prefix + "i:" + name_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
+  (void)r.send({"PUBLISH", opts_.key_prefix + "all", encode_fields({"hb", name_})});
+  // A subscribed connection has no traffic of its own: a PING is what finds one that
+  // died without a word (its watchdog then times it out).
+  (void)inbox_->send({"PING"});
+  spawn(shards_.front(), sweep(), [](std::exception_ptr) {});
+  heartbeat_->expires_after(opts_.heartbeat);
+  heartbeat_->async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (!ec) self->beat();
+  });
+}
+
+void cluster::stop() {
+  if (stopping_.exchange(true)) return;
+  auto self = shared_from_this();
+  asio::dispatch(shards_.front(), [self] {
+    if (self->heartbeat_) self->heartbeat_->cancel();
+    redis::client& r = *self->clients_.front();
+    (void)r.send({"DEL", self->opts_.key_prefix + "i:" + self->name_});
+    (void)r.send({"PUBLISH", self->opts_.key_prefix + "all", encode_fields({"bye", self->name_})});
+    self->inbox_->close();
+  });
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    // Behind what the shard has queued, so that the goodbye above is written first
+    // (the client flushes what it holds before its close takes effect on the socket
+    // only if the write was started: the post gives it that turn).
+    asio::post(shards_[i], [self, i] { asio::post(self->shards_[i], [self, i] { self->clients_[i]->close(); }); });
+  }
+}
+
+std::unique_ptr<event_store> cluster::make_store(const session_entry& e, std::size_t shard,
+                                                 std::unique_ptr<memory_event_store> local) const {
+  return std::make_unique<redis::redis_event_store>(clients_[shard], keys_of(e.id, e.epoch), std::move(local));
+}
+
+redis::stream_keys cluster::keys_of(const std::string& id, std::uint64_t epoch) const {
+  redis::stream_keys k;
+  k.prefix = opts_.key_prefix;
+  k.session = id;
+  k.epoch = epoch;
+  k.ttl = st_.opts.session_idle_timeout;
+  k.max_events = std::max<std::size_t>(st_.opts.event_ring_capacity, 16);
+  return k;
+}
+
+void cluster::own(const std::shared_ptr<session_entry>& e) {
+  std::weak_ptr<session_entry> weak = e;
+  auto self = shared_from_this();
+  e->s->on_state_change([self, weak] {
+    auto entry = weak.lock();
+    if (!entry) return;
+    session_record r;
+    r.owner = self->name_;
+    r.state = entry->s->state();
+    std::vector<std::string> cmd{"HSET", self->opts_.key_prefix + "s:" + entry->id};
+    for (std::string& f : record_fields(r)) cmd.push_back(std::move(f));
+    redis::client& c = *self->clients_[entry->shard];
+    (void)c.send(cmd);
+    (void)c.send({"PEXPIRE", self->opts_.key_prefix + "s:" + entry->id,
+                  std::to_string(self->st_.opts.session_idle_timeout.count())});
+    entry->record_touched = now_ns();
+  });
+}
+
+void cluster::touch(session_entry& e) {
+  const std::int64_t now = now_ns();
+  const std::int64_t period =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(st_.opts.session_idle_timeout).count() / 8;
+  // Any shard may carry the session's request; the refresh is written by that shard's
+  // client, and at most one of several racing requests writes it.
+  std::int64_t last = e.record_touched.load();
+  if (now - last < period || !e.record_touched.compare_exchange_strong(last, now)) return;
+  (void)e;
+  asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard] {
+    (void)self->clients_[shard]->send({"PEXPIRE", self->opts_.key_prefix + "s:" + id,
+                                       std::to_string(self->st_.opts.session_idle_timeout.count())});
+  });
+}
+
+void cluster::forget(const session_entry& e) {
+  asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard] {
+    (void)self->clients_[shard]->send({"DEL", self->opts_.key_prefix + "s:" + id});
+  });
+}
+
+task<bool> cluster::alive(std::size_t shard, std::string owner) {
+  if (owner == name_) co_return false;  // a record naming us that we do not hold: a past life
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = seen_.find(owner); it != seen_.end() && clock_type::now() - it->second < opts_.instance_ttl)
+      co_return true;
+  }
+  // The awaiter is named: g++ 12 cannot keep a braced list's array alive across a
+  // co_await in the same full expression.
+  auto exists = clients_[shard]->command({"EXISTS", opts_.key_prefix + "i:" + owner});
+  auto r = co_await exists;
+  // Redis down: the owner cannot be judged dead, so nothing is taken over.
+  co_return !r || r->integer == 1;
+}
+
+task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor executor, std::string id) {
+  located out;
+  const std::string key = opts_.key_prefix + "s:" + id;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto get = clients_[shard]->command({"HGETALL", key});
+    auto hash = co_await get;
+    if (!hash || hash->is_error()) {
+      out.is = located::where::unavailable;
+      co_return out;
+    }
+    session_record record;
+    if (hash->elements.empty() || !parse_record(*hash, record)) co_return out;  // nowhere
+    if (co_await alive(shard, record.owner)) {
+      out.is = located::where::remote;
+      out.owner = record.owner;
+      out.principal = record.state.principal;
+      co_return out;
+    }
+    // The owner is gone: take the session over, unless another instance did just now.
+    const std::string ttl = std::to_string(st_.opts.session_idle_timeout.count());
+    auto swap = clients_[shard]->command({"EVAL", takeover_script, "1", key, record.owner, name_, ttl});
+    auto epoch = co_await swap;
+    if (!epoch || epoch->is_error()) {
+      out.is = located::where::unavailable;
+      co_return out;
+    }
+    if (epoch->integer < 0) continue;  // someone else took it: look again
+    // Another request of ours may have taken it over a moment ago, on another shard.
+    if (auto existing = st_.sessions.find(id)) {
+      out.is = located::where::here;
+      out.entry = std::move(existing);
+      co_return out;
+    }
+    auto entry = std::make_shared<session_entry>();
+    entry->id = id;
+    entry->executor = executor;
+    entry->shard = shard;
+    entry->epoch = static_cast<std::uint64_t>(epoch->integer);
+    // Streams numbered after every earlier owner's: a client resuming an old stream
+    // names a number below this, which only Redis has.
+    entry->next_stream = entry->epoch << 32;
+    entry->principal = record.state.principal;
+    std::unique_ptr<event_store> store;
+    if (st_.opts.reply != streaming::json && st_.opts.event_ring_capacity > 0)
+      store = make_store(*entry, shard,
+                         std::make_unique<memory_event_store>(st_.opts.event_ring_capacity, 64, st_.opts.event_ring_bytes));
+    entry->store = std::move(store);
+    entry->standalone = std::make_shared<logical_stream>(0, entry->store.get(), logical_stream::finish_hook{});
+    entry->s = session::restore(st_.srv, executor, entry->standalone, std::move(record.state));
+    entry->last_used = now_ns();
+    entry->record_touched = now_ns();
+    std::shared_ptr<session_entry> kept = st_.sessions.insert_or_get(entry, st_.opts.max_sessions);
+    if (!kept) {
+      out.is = located::where::unavailable;  // full: as a new session would be refused
+      co_return out;
+    }
+    if (kept == entry) {
+      own(entry);
+      // The record now names us; written out as an owner writes it.
+      session_record mine;
+      mine.owner = name_;
+      mine.state = entry->s->state();
+      std::vector<std::string> cmd{"HSET", key};
+      for (std::string& f : record_fields(mine)) cmd.push_back(std::move(f));
+      (void)clients_[shard]->send(cmd);
+    }
+    out.is = located::where::here;
+    out.entry = std::move(kept);
+    co_return out;
+  }
+  out.is = located::where::unavailable;
+  co_return out;
+}
+
+std::uint64_t cluster::open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t tag = ++next_tag_;
+  forwards_.emplace(tag, forward{std::move(sink), std::move(owner), std::move(request_id_json),
+                                 clock_type::now() + opts_.forward_timeout, false});
+  return tag;
+}
+
+void cluster::close_forward(std::size_t shard, std::uint64_t tag) {
+  std::string owner;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = forwards_.find(tag);
+    if (it == forwards_.end()) return;
+    auto sink = it->second.sink.lock();
+    if (sink && !sink->finished()) owner = it->second.owner;
+    forwards_.erase(it);
+  }
+  if (!owner.empty()) post_to(shard, owner, encode_fields({"stop", name_, std::to_string(tag)}));
+}
+
+void cluster::add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home) {
+  std::lock_guard lock(mutex_);
+  relays_.insert_or_assign(std::move(key), relay_entry{std::move(sink), std::move(home)});
+}
+
+void cluster::remove_relay(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  relays_.erase(key);
+}
+
+void cluster::stop_relay(const std::string& key) {
+  relay_entry r;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = relays_.find(key);
+    if (it == relays_.end()) return;
+    r = it->second;
+  }
+  asio::dispatch(r.home, [weak = r.sink] {
+    if (auto sink = weak.lock()) sink->kill();
+  });
+}
+
+task<bool> cluster::send_to(std::size_t shard, std::string owner, std::string payload) {
+  auto publish = clients_[shard]->command({"PUBLISH", opts_.key_prefix + "c:" + owner, payload});
+  auto r = co_await publish;
+  co_return r && r->type == redis::reply::kind::integer && r->integer > 0;
+}
+
+void cluster::post_to(std::size_t shard, const std::string& owner, const std::string& payload) {
+  (void)clients_[shard]->send({"PUBLISH", opts_.key_prefix + "c:" + owner, payload});
+}
+
+void cluster::on_message(std::string_view channel, std::string_view payload) {
+  std::vector<std::string_view> f;
+  if (!decode_fields(payload, f)) return;  // not ours: ignored
+  const std::string_view kind = f[0];
+  if (channel.size() > opts_.key_prefix.size() && channel.substr(opts_.key_prefix.size()) == "all") {
+    if (f.size() != 2 || f[1] == name_) return;
+    std::lock_guard lock(mutex_);
+    if (kind == "hb") seen_[std::string(f[1])] = clock_type::now();
+    if (kind == "bye") seen_.erase(std::string(f[1]));
+    return;
+  }
+  // Replies to forwards of ours: to the sink, from any shard (its calls dispatch home).
+  if (kind == "acc" || kind == "rej" || kind == "ev" || kind == "end") {
+    if (f.size() < 2) return;
+    std::shared_ptr<response_sink> sink;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = forwards_.find(to_u64(f[1]));
+      if (it == forwards_.end()) return;
+      sink = it->second.sink.lock();
+      it->second.settled = true;
+      if (!sink || kind == "end" || kind == "rej") forwards_.erase(it);
+    }
+    if (!sink) return;
+    if (kind == "acc") sink->accept();
+    if (kind == "rej" && f.size() == 4) sink->reject(static_cast<int>(to_u64(f[2])), std::string(f[3]));
+    if (kind == "ev" && f.size() == 4) sink->push(sse_event{std::string(f[2]), std::string(f[3])});
+    if (kind == "end") sink->finish();
+    return;
+  }
+  if (on_request) on_request(std::move(f));
+}
+
+task<void> cluster::sweep() {
+  struct doomed {
+    std::shared_ptr<response_sink> sink;
+    std::string request_id_json;
+    bool settled;
+  };
+  std::vector<std::string> owners;
+  std::vector<std::pair<std::shared_ptr<response_sink>, bool>> late;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = clock_type::now();
+    for (auto it = forwards_.begin(); it != forwards_.end();) {
+      auto sink = it->second.sink.lock();
+      if (!sink) {
+        it = forwards_.erase(it);
+        continue;
+      }
+      if (!it->second.settled && now > it->second.deadline) {
+        late.emplace_back(std::move(sink), false);
+        it = forwards_.erase(it);
+        continue;
+      }
+      if (std::find(owners.begin(), owners.end(), it->second.owner) == owners.end()) owners.push_back(it->second.owner);
+      ++it;
+    }
+  }
+  for (auto& [sink, unused] : late)
+    sink->reject(503, "Service Unavailable: the instance that owns this session did not take the request up in time; "
+                      "retry it");
+  for (const std::string& owner : owners) {
+    if (co_await alive(0, owner)) continue;
+    std::vector<doomed> gone;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = forwards_.begin(); it != forwards_.end();) {
+        if (it->second.owner != owner) {
+          ++it;
+          continue;
+        }
+        if (auto sink = it->second.sink.lock()) gone.push_back({std::move(sink), it->second.request_id_json, it->second.settled});
+        it = forwards_.erase(it);
+      }
+    }
+    for (doomed& d : gone) {
+      // The request's frame died with its instance: its client gets an error response
+      // on the stream it waits on, never silence (and never a second answer: nothing
+      // else can answer it now).
+      if (!d.settled) d.sink->accept();
+      if (!d.request_id_json.empty()) {
+        std::string body = R"({"jsonrpc":"2.0","id":)" + d.request_id_json +
+                           R"(,"error":{"code":-32603,"message":"Internal error: the server instance running this )"
+                           R"(request stopped before it answered; the session goes on, and the request may be sent )"
+                           R"(again"}})";
+        d.sink->push(sse_event{std::string(), std::move(body)});
+      }
+      d.sink->finish();
+    }
+  }
+}
+
+task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_entry> e, std::uint64_t number,
+                                   std::uint64_t after, std::shared_ptr<response_sink> sink) {
+  const redis::stream_keys keys = keys_of(e->id, 0);
+  redis::stored_stream stored;
+  const redis::read_outcome outcome = co_await redis::read_stream(clients_[shard], keys, number, after, stored);
+  if (outcome != redis::read_outcome::ok) co_return false;
+  for (auto& [seq, data] : stored.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
+  if (!stored.ended && !stored.request_id_json.empty()) {
+    // Its owner died with the request unanswered (the stream is below this owner's
+    // epoch, so no live instance writes it): end it with an error, once for everyone.
+    std::string body = R"({"jsonrpc":"2.0","id":)" + stored.request_id_json +
+                       R"(,"error":{"code":-32603,"message":"Internal error: the server instance running this )"
+                       R"(request stopped before it answered; the session goes on, and the request may be sent again"}})";
+    auto ended = co_await redis::end_stream(clients_[shard], keys, number, stored.last, body);
+    if (ended == redis::end_outcome::ended) {
+      sink->push(sse_event{event_id(number, stored.last + 1), std::move(body)});
+    } else {
+      // Someone ended it first: read what they wrote.
+      redis::stored_stream again;
+      if (co_await redis::read_stream(clients_[shard], keys, number, stored.last, again) == redis::read_outcome::ok)
+        for (auto& [seq, data] : again.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
+    }
+  }
+  co_return true;
+}
+
+}  // namespace droid::http::detail

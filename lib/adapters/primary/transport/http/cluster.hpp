@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `cluster`: one listener as an instance among several, sharing its 2025 sessions with
+/// the others through Redis (`options::cluster`; docs/scale-out.md tells the whole design).
+///
+/// Primary adapter, private. The rule it keeps: a session has one owner, the instance
+/// whose session table holds it and whose shard runs its frames; nothing that cannot
+/// move (a suspended tool, an exchange waiting for the client) ever moves. What can is
+/// in Redis:
+///
+///     P s:ID        the session's record (session_state, owner, epoch), a hash with the
+///                   session's idle time to live, refreshed on use
+///     P i:NAME      an instance's heartbeat, a key that expires unless refreshed
+///     P c:NAME      an instance's inbox, a pub/sub channel
+///     P all         every instance's channel (heartbeats, departures)
+///     P e:... r:... the session's events (redis_event_store.hpp)
+///
+/// A request for a session that is not here goes one of three ways:
+///
+///     record's owner alive   ->  forwarded: "req" to the owner's inbox; the owner serves
+///                                it through a relay sink that publishes each event back
+///                                ("ev", "end") to this instance, which writes them to
+///                                the client as if the session were here
+///     owner dead (or absent) ->  taken over: the record's owner is swapped to this
+///                                instance (compare-and-set), the session is restored
+///                                from it, and served here from then on
+///     no record              ->  404, as for any unknown session
+///
+/// Notifications and answers for a remote session are forwarded ("msg") and get 202 at
+/// once. A forwarded request whose owner dies is ended here with an error response; one
+/// the owner does not take up within `forward_timeout` gets 503.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
+#include <functional>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/server/session.hpp>
+#include <droid/application/task.hpp>
+
+#include "adapters/secondary/redis/client.hpp"
+#include "adapters/secondary/redis/redis_event_store.hpp"
+#include "sessions.hpp"
+
+namespace droid::http::detail {
+
+struct endpoint_state;
+
+/// Length-prefixed fields ("3:req5:hello"): the inbox messages' encoding. Why not JSON:
+/// a field is often a whole JSON-RPC message, which would be escaped into a string and
+/// parsed twice; here it is copied as it is.
+[[nodiscard]] std::string encode_fields(std::initializer_list<std::string_view> fields);
+/// Splits `text` into its fields (views into it); false for anything `encode_fields`
+/// did not make.
+[[nodiscard]] bool decode_fields(std::string_view text, std::vector<std::string_view>& out);
+
+/// A session's record as Redis keeps it.
+struct session_record {
+  std::string owner{};
+  std::uint64_t epoch = 0;
+  session_state state{};
+};
+/// The record's fields, for HSET.
+[[nodiscard]] std::vector<std::string> record_fields(const session_record& r);
+/// Reads a record from HGETALL's reply; false when it is not one.
+[[nodiscard]] bool parse_record(const redis::reply& hash, session_record& out);
+
+/// The listener's cluster membership. Affinity: each shard uses its own Redis client;
+/// the inbox is read on shard 0 and hands work to the shards it concerns.
+class cluster : public std::enable_shared_from_this<cluster> {
+ public:
+  cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards);
+
+  /// Connects every shard's client and the inbox, and starts the heartbeat.
+  void start();
+  /// Says goodbye (the others take this instance's sessions over at once rather than
+  /// after `instance_ttl`), then closes every client on its shard.
+  void stop();
+
+  [[nodiscard]] const std::string& instance() const noexcept { return name_; }
+  [[nodiscard]] const options::scale_out& settings() const noexcept { return opts_; }
+  /// Shard `index`'s Redis client (use it on that shard only).
+  [[nodiscard]] const std::shared_ptr<redis::client>& redis_on(std::size_t index) const { return clients_[index]; }
+
+  // ---- sessions owned here --------------------------------------------------------------
+  /// The event store of a session opened on shard `shard` (memory, written behind to
+  /// Redis).
+  [[nodiscard]] std::unique_ptr<event_store> make_store(const session_entry& e, std::size_t shard,
+                                                        std::unique_ptr<memory_event_store> local) const;
+  /// Writes `e`'s record whenever its state changes (from now on, on its shard).
+  void own(const std::shared_ptr<session_entry>& e);
+  /// Refreshes the record's time to live, at most a few times per idle timeout.
+  void touch(session_entry& e);
+  /// The session ended for good (DELETE, or idle): its record goes, so nobody takes it
+  /// over.
+  void forget(const session_entry& e);
+
+  // ---- sessions that are not here -------------------------------------------------------
+  /// Where a session not in this instance's table is.
+  struct located {
+    enum class where : std::uint8_t { nowhere, remote, here, unavailable } is = where::nowhere;
+    std::string owner{};      ///< `remote`: the instance that owns it
+    std::string principal{};  ///< `remote`: whom it belongs to
+    std::shared_ptr<session_entry> entry{};  ///< `here`: taken over, now in the table
+  };
+  /// Finds session `id` in Redis and takes it over when its owner is gone. Runs on the
+  /// shard `shard` (its client), for a connection of that shard (`executor`).
+  task<located> locate(std::size_t shard, asio::any_io_executor executor, std::string id);
+
+  /// A request on its way to a remote owner: the sink its events are written to here.
+  /// Returns the tag the owner's replies carry.
+  std::uint64_t open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json);
+  /// The client's connection ended (or the answer did): forget the tag, and tell the
+  /// owner when the stream was still open (its relay stops; the stream stays resumable).
+  void close_forward(std::size_t shard, std::uint64_t tag);
+  /// Publishes `payload` on `owner`'s inbox. False when Redis is down or nobody listens
+  /// there (the owner died or is reconnecting).
+  task<bool> send_to(std::size_t shard, std::string owner, std::string payload);
+  /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a relay's events).
+  void post_to(std::size_t shard, const std::string& owner, const std::string& payload);
+
+  /// Reads session `e`'s stream `number` (written by an earlier owner) into `sink` after
+  /// event `after`: a stream that a dead owner left unfinished is ended with an error for
+  /// its request. False when it cannot be replayed.
+  task<bool> replay_foreign(std::size_t shard, std::shared_ptr<session_entry> e, std::uint64_t number,
+                            std::uint64_t after, std::shared_ptr<response_sink> sink);
+
+  /// The keys of session `id`'s streams.
+  [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;
+
+  /// Serves messages forwarded here (called on shard 0, which reads the inbox).
+  std::function<void(std::vector<std::string_view> fields)> on_request{};
+
+  // ---- relays (this instance owns the session; another carries the client) -------------
+  /// Remembers the relay sink of a forwarded request or GET, keyed "instance/tag", so
+  /// that a "stop" from that instance can end it.
+  void add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home);
+  void remove_relay(const std::string& key);
+  /// The asking instance's client left: the relay's sink dies (on its shard), which ends
+  /// the relay; the stream itself goes on being recorded.
+  void stop_relay(const std::string& key);
+
+ private:
+  struct forward {
+    std::weak_ptr<response_sink> sink;
+    std::string owner;
+    std::string request_id_json;  ///< empty for a GET
+    std::chrono::steady_clock::time_point deadline;  ///< to be taken up by
+    bool settled = false;
+  };
+  void on_message(std::string_view channel, std::string_view payload);
+  void beat();
+  /// Ends the forwards to owners that are gone, and refuses those not taken up in time.
+  task<void> sweep();
+  task<bool> alive(std::size_t shard, std::string owner);
+
+  endpoint_state& st_;
+  options::scale_out opts_;
+  std::string name_;
+  std::vector<asio::any_io_executor> shards_;
+  std::vector<std::shared_ptr<redis::client>> clients_;
+  std::shared_ptr<redis::client> inbox_;
+  std::optional<asio::steady_timer> heartbeat_;
+  std::atomic<bool> stopping_{false};
+
+  std::mutex mutex_;
+  std::uint64_t next_tag_ = 0;
+  std::unordered_map<std::uint64_t, forward> forwards_;
+  struct relay_entry {
+    std::weak_ptr<response_sink> sink;
+    asio::any_io_executor home;
+  };
+  std::unordered_map<std::string, relay_entry> relays_;
+  /// When each other instance was last heard of (heartbeats on the common channel).
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> seen_;
+};
+
+}  // namespace droid::http::detail

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Requests for sessions that another instance owns (cluster.hpp): forwarded there from
+/// the instance the client reached, and served by the owner through a relay that
+/// publishes each event back.
+///
+///     instance B (client's connection)               instance A (owner)
+///     --------------------------------               ------------------
+///     POST  -- "req" sid,B,tag,msg ------------------>  start_request(entry, msg, relay sink)
+///     sink  <-- "acc" tag / "ev" tag,id,data / "end" --  relay: drains the sink, publishes
+///     client gone -- "stop" B,tag ------------------->  relay sink killed (stream resumable)
+///
+/// Why a relay sink and not a new kind of outbound: the owner serves the request exactly
+/// as for a connection of its own (priming event, verdict, recording, detaching), and
+/// the relay is to the sink what a connection is: the one coroutine that drains it.
+#include "application/server/server_core.hpp"
+#include "endpoints.hpp"
+
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+
+#include <droid/application/server/session.hpp>
+#include <droid/application/spawn.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "cluster.hpp"
+#include "connection.hpp"
+
+namespace droid::http::detail {
+
+namespace {
+
+std::uint64_t to_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  (void)std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+/// Drains `sink` (on its home shard) and publishes each event to instance `to` under
+/// `tag`, then runs `done`. Ends when the stream does, or when the instance that asked
+/// says its client left ("stop" kills the sink).
+task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_ptr<response_sink> sink, std::string to,
+                 std::string tag) {
+  co_await sink->wait_settled();
+  if (sink->dead()) co_return;
+  if (sink->rejected_status() != 0) {
+    peers->post_to(shard, to,
+                   encode_fields({"rej", tag, std::to_string(sink->rejected_status()), sink->rejected_message()}));
+    co_return;
+  }
+  peers->post_to(shard, to, encode_fields({"acc", tag}));
+  std::vector<sse_event> batch;
+  for (;;) {
+    co_await sink->wait();
+    sink->drain(batch);
+    for (const sse_event& e : batch) peers->post_to(shard, to, encode_fields({"ev", tag, e.id, e.data}));
+    if (sink->dead()) co_return;
+    if (sink->finished()) {
+      peers->post_to(shard, to, encode_fields({"end", tag}));
+      co_return;
+    }
+  }
+}
+
+}  // namespace
+
+task<bool> streamable_endpoint::forward_post(connection& c, ir::message msg, std::string sid, std::string owner,
+                                             const caller& who) {
+  cluster& peers = *st_.peers;
+  const std::size_t shard = c.home().index;
+  const std::string unreachable =
+      "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly";
+  if (!msg.is_request()) {
+    // A notification or an answer: handed over, then 202, as for a session of this
+    // instance's (an answer resumes the frame waiting for it there).
+    // Payloads are named before the co_await: g++ 12 cannot keep a braced list's array
+    // alive across one in the same full expression.
+    std::string payload = encode_fields({"msg", sid, who.principal, msg.text()});
+    const bool told = co_await peers.send_to(shard, owner, std::move(payload));
+    if (!told) co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
+    co_return co_await c.reply(202, {}, {});
+  }
+  const bool json_mode = st_.opts.reply == streaming::json || msg.method() == "tasks/get" ||
+                         msg.method() == "tasks/list" || msg.method() == "tasks/cancel";
+  auto sink = c.make_sink();
+  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json());
+  const std::string address = who.origin ? who.origin->remote_address : std::string();
+  std::string payload = encode_fields(
+      {"req", sid, peers.instance(), std::to_string(tag), json_mode ? "1" : "0", who.principal, address, msg.text()});
+  const bool told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (!told) {
+    peers.close_forward(shard, tag);
+    co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
+  }
+  bool keep;
+  co_await sink->wait_settled();
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (json_mode) {
+    keep = co_await c.serve_json(sink, {});
+  } else {
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, false);
+    c.stop_watching();
+  }
+  peers.close_forward(shard, tag);
+  co_return keep;
+}
+
+task<bool> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number,
+                                            std::uint64_t after, bool resume, const caller& who) {
+  cluster& peers = *st_.peers;
+  const std::size_t shard = c.home().index;
+  auto sink = c.make_sink();
+  const std::uint64_t tag = peers.open_forward(sink, owner, {});
+  std::string payload = encode_fields({"get", sid, peers.instance(), std::to_string(tag), std::to_string(number),
+                                       std::to_string(after), resume ? "1" : "0", who.principal});
+  const bool told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (!told) {
+    peers.close_forward(shard, tag);
+    co_return co_await c.reply_rpc_error(
+        503, ir::errc::internal_error,
+        "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly", false,
+        "Retry-After: 1\r\n");
+  }
+  co_await sink->wait_settled();
+  bool keep = false;
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (!sink->dead()) {
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, true);
+    c.stop_watching();
+  }
+  peers.close_forward(shard, tag);
+  co_return keep;
+}
+
+void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
+  cluster& peers = *st_.peers;
+  const std::string_view kind = f[0];
+  // Tells the asking instance that the session is not (or no longer) here: its client
+  // gets the 404 it would get from any instance.
+  const auto refuse = [&](std::string_view from, std::string_view tag, int status, std::string_view why) {
+    peers.post_to(0, std::string(from), encode_fields({"rej", tag, std::to_string(status), why}));
+  };
+  const auto local = [&](std::string_view sid, std::string_view principal) -> std::shared_ptr<session_entry> {
+    auto e = st_.sessions.find(sid);
+    if (!e || e->legacy || e->principal != principal) return nullptr;
+    return e;
+  };
+  if (kind == "req" && f.size() == 8) {
+    // sid, from, tag, json, principal, address, message
+    auto entry = local(f[1], f[5]);
+    if (!entry) return refuse(f[2], f[3], 404, "Not Found: unknown or ended session; initialize a new one");
+    auto decoded = ir::decode(std::string(f[7]));
+    auto* msg = std::get_if<ir::message>(&decoded);
+    if (!msg) return refuse(f[2], f[3], 400, "Bad Request: the forwarded message did not decode");
+    entry->last_used = now_ns();
+    auto origin = std::make_shared<request_origin>();
+    origin->remote_address = std::string(f[6]);
+    auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
+    peers.add_relay(std::string(f[2]) + "/" + std::string(f[3]), sink, entry->executor);
+    start_request(entry, std::move(*msg), sink, f[4] == "1", std::move(origin));
+    std::string key = std::string(f[2]) + "/" + std::string(f[3]);
+    spawn(entry->executor, relay(st_.peers, entry->shard, sink, std::string(f[2]), std::string(f[3])),
+          [entry, peers = st_.peers, key = std::move(key)](std::exception_ptr) {
+            peers->remove_relay(key);
+            --entry->active;
+            entry->last_used = now_ns();
+          });
+    return;
+  }
+  if (kind == "msg" && f.size() == 4) {
+    auto entry = local(f[1], f[2]);
+    if (!entry) return;  // as a notification for an unknown session: dropped
+    auto decoded = ir::decode(std::string(f[3]));
+    auto* msg = std::get_if<ir::message>(&decoded);
+    if (!msg) return;
+    entry->last_used = now_ns();
+    asio::dispatch(entry->executor, [s = entry->s, m = std::move(*msg)]() mutable { s->receive(std::move(m)); });
+    return;
+  }
+  if (kind == "get" && f.size() == 8) {
+    // sid, from, tag, number, after, resume, principal
+    auto entry = local(f[1], f[7]);
+    if (!entry) return refuse(f[2], f[3], 404, "Not Found: unknown or ended session");
+    const std::uint64_t number = to_u64(f[4]);
+    if (number == 0 && entry->has_standalone.exchange(true))
+      return refuse(f[2], f[3], 409, "Conflict: this session already has a standalone stream open");
+    auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
+    std::string key = std::string(f[2]) + "/" + std::string(f[3]);
+    peers.add_relay(key, sink, entry->executor);
+    start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
+    spawn(entry->executor, relay(st_.peers, entry->shard, sink, std::string(f[2]), std::string(f[3])),
+          [this, entry, sink, number, peers = st_.peers, key = std::move(key)](std::exception_ptr) {
+            peers->remove_relay(key);
+            end_get(entry, sink, number);
+          });
+    return;
+  }
+  if (kind == "stop" && f.size() == 3) {
+    peers.stop_relay(std::string(f[1]) + "/" + std::string(f[2]));
+    return;
+  }
+  if (kind == "del" && f.size() == 3) {
+    if (!local(f[1], f[2])) return;
+    if (auto entry = st_.sessions.erase(f[1])) {
+      peers.forget(*entry);
+      end_session(entry);
+    }
+    return;
+  }
+}
+
+}  // namespace droid::http::detail

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::redis::redis_event_store`: a session's events kept in this instance's memory
+/// ring and written behind to Redis Streams, and the reading of those streams by another
+/// instance.
+///
+/// Secondary adapter, private. The instance that owns a session replays from memory, as
+/// one instance alone does: Redis is not on the path of a resume it can serve itself.
+/// What Redis holds is for the instance that takes the session over when the owner dies.
+///
+/// Layout, under the deployment's key prefix P, for session S:
+///
+///     P e:S:N      a Redis Stream per event stream N: entry "seq-0" {d: data} per event,
+///                  and "last+1-0" {end: 1} when the stream is over
+///     P r:S:N      the JSON text of the id of the request stream N answers
+///
+/// Why explicit entry ids: the id is the event's sequence number, so a replay reads
+/// exactly "after seq", and an instance that ends a dead owner's stream with an error
+/// writes at "last+1-0", which Redis refuses if the owner's own end got there first:
+/// the stream ends once, never with two answers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <droid/adapters/secondary/event_store/event_store.hpp>
+#include <droid/application/task.hpp>
+
+#include "client.hpp"
+
+namespace droid::redis {
+
+/// Where a session's streams live in Redis, and for how long.
+struct stream_keys {
+  std::string prefix{};   ///< the deployment's key prefix ("droid:")
+  std::string session{};  ///< the session id
+  /// Streams of a session taken over are numbered from `epoch << 32`; its standalone
+  /// stream (number 0, which every owner numbers from 1 again) is kept per epoch.
+  std::uint64_t epoch = 0;
+  std::chrono::milliseconds ttl{300'000};  ///< how long a stream outlives its last event
+  std::size_t max_events = 1024;           ///< per stream, oldest trimmed first
+
+  [[nodiscard]] std::string events(std::uint64_t stream) const;
+  [[nodiscard]] std::string request(std::uint64_t stream) const;
+};
+
+/// The memory ring with Redis behind it. Affinity: the session's shard, whose client it
+/// writes with.
+class redis_event_store final : public event_store {
+ public:
+  redis_event_store(std::shared_ptr<client> c, stream_keys keys, std::unique_ptr<memory_event_store> local)
+      : client_(std::move(c)), keys_(std::move(keys)), local_(std::move(local)) {}
+  void begin(std::uint64_t stream, std::string_view request_id_json) override;
+  void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override;
+  bool replay(std::uint64_t stream, std::uint64_t after_seq,
+              const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
+  void finish(std::uint64_t stream, std::uint64_t last_seq) override;
+
+ private:
+  std::shared_ptr<client> client_;
+  stream_keys keys_;
+  std::unique_ptr<memory_event_store> local_;
+};
+
+/// A stream as Redis has it, read by an instance that did not write it.
+struct stored_stream {
+  /// Events after the one asked for, in order.
+  std::vector<std::pair<std::uint64_t, std::string>> events{};
+  std::uint64_t last = 0;  ///< the highest event number recorded
+  bool ended = false;      ///< the owner (or a successor) ended it
+  std::string request_id_json{};  ///< the request it answers (empty: unknown)
+};
+
+/// What reading a stream gave.
+enum class read_outcome : std::uint8_t { ok, unknown, trimmed, unavailable };
+
+/// Reads stream `stream` of `keys.session` after event `after`: unknown when Redis has no
+/// such stream (never written, or expired), trimmed when events after `after` are gone.
+task<read_outcome> read_stream(std::shared_ptr<client> c, stream_keys keys, std::uint64_t stream, std::uint64_t after,
+                               stored_stream& out);
+
+/// What `end_stream` did.
+enum class end_outcome : std::uint8_t { ended, already, unavailable };
+/// Ends stream `stream` (whose last event is `last`) with `final_event` and the end mark,
+/// unless it has ended already (`already`: someone else ended it first).
+task<end_outcome> end_stream(std::shared_ptr<client> c, stream_keys keys, std::uint64_t stream, std::uint64_t last,
+                              std::string final_event);
+
+}  // namespace droid::redis

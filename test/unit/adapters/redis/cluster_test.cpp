@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// Two instances of a server sharing their 2025 sessions through a real redis-server
+/// (docs/scale-out.md): a session opened on one is served by the other, an exchange's
+/// answer finds its frame whichever instance it reaches, a session outlives the instance
+/// that opened it, and a Redis that is down gets 503 with Retry-After, never a hang.
+#include <droid/adapters/primary/transport/http/http.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/describe.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <doctest/doctest.h>
+
+#include <droid/application/server/server.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "http_client.hpp"
+#include "redis_server.hpp"
+
+using droid::test::mcp_post;
+using droid::test::raw_connection;
+
+namespace {
+
+struct text_args {
+  std::string text;
+};
+BOOST_DESCRIBE_STRUCT(text_args, (), (text))
+
+struct wait_args {
+  int ms = 0;
+};
+BOOST_DESCRIBE_STRUCT(wait_args, (), (ms))
+
+/// One instance: its own server and listener, as another process would have.
+struct instance {
+  droid::server srv{droid::server_info{.name = "cluster-test", .version = "1"}};
+  std::unique_ptr<droid::http::listener> listener;
+  std::thread runner;
+
+  instance(const std::string& redis_url, const std::string& name) {
+    srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
+      co_await ctx.progress(1, 1, "echoing");
+      co_return droid::tool_result::text(a.text);
+    });
+    srv.tool("whoami", "Says what the session knows of its client",
+             [](droid::tool_context& ctx) -> droid::task<std::string> {
+               const droid::peer_info& p = ctx.peer();
+               std::string level = p.min_log_level ? std::string(droid::to_string(*p.min_log_level)) : "none";
+               co_return boost::json::serialize(p.client_info.at("name")) + " " + p.protocol_version + " " +
+                   (p.has_capability("sampling") ? "sampling" : "-") + " " + level;
+             });
+    srv.tool("wait", "Waits, then answers", [](droid::tool_context& ctx, wait_args a) -> droid::task<std::string> {
+      co_await ctx.sleep(std::chrono::milliseconds(a.ms));
+      co_return "waited";
+    });
+    srv.tool("ask", "Asks the client's model", [](droid::tool_context& ctx) -> droid::task<droid::tool_result> {
+      auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
+      if (!answer) co_return droid::tool_result::error(answer.error().message);
+      co_return droid::tool_result::text("model said " + droid::ir::to_json_text(answer.value().at("content")));
+    });
+    droid::http::options o;
+    o.threads = 2;
+    o.cluster.redis_url = redis_url;
+    o.cluster.instance_id = name;
+    o.cluster.heartbeat = std::chrono::milliseconds(100);
+    o.cluster.instance_ttl = std::chrono::milliseconds(400);
+    o.cluster.redis_timeout = std::chrono::milliseconds(300);
+    listener = std::make_unique<droid::http::listener>(srv, o);
+    runner = std::thread([this] { listener->run(); });
+  }
+  ~instance() { stop(); }
+  void stop() {
+    if (!listener) return;
+    listener->stop();
+    runner.join();
+    listener.reset();
+  }
+  [[nodiscard]] std::uint16_t port() const { return listener->port(); }
+};
+
+std::string initialize(raw_connection& c, const std::string& capabilities = "{}") {
+  c.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":)" +
+                  capabilities + R"(,"clientInfo":{"name":"cluster-client","version":"1"}}})"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const std::string* sid = r->header("mcp-session-id");
+  REQUIRE(sid);
+  return *sid;
+}
+
+std::string session_header(const std::string& sid) { return "Mcp-Session-Id: " + sid + "\r\n"; }
+
+std::string call(int id, const std::string& tool, const std::string& arguments = "{}") {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"tools/call","params":{"name":")" + tool +
+         R"(","arguments":)" + arguments + R"(,"_meta":{"progressToken":1}}})";
+}
+
+/// The JSON-RPC messages of an SSE body, parsed (priming events skipped).
+std::vector<boost::json::value> sse_messages(const std::string& body) {
+  std::vector<boost::json::value> out;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    if (end > at + 6) out.push_back(boost::json::parse(body.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  return out;
+}
+
+/// The text of the tool result in `messages`' last message.
+std::string result_text(const std::vector<boost::json::value>& messages) {
+  REQUIRE_FALSE(messages.empty());
+  const auto& last = messages.back().as_object();
+  REQUIRE(last.contains("result"));
+  return std::string(last.at("result").at("content").at(0).at("text").as_string());
+}
+
+}  // namespace
+
+TEST_SUITE("adapters/redis") {
+  TEST_CASE("a session opened on one instance is served by another: the call is forwarded, its events come back") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port()), cb(b.port());
+    const std::string sid = initialize(ca);
+    cb.send(mcp_post(call(1, "echo", R"({"text":"via b"})"), session_header(sid)));
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    const auto messages = sse_messages(r->body);
+    REQUIRE(messages.size() == 2);  // the progress notification, then the result
+    CHECK(messages[0].at("method").as_string() == "notifications/progress");
+    CHECK(result_text(messages) == "via b");
+    // The event ids are the owner's: a client that resumes anywhere names its stream.
+    CHECK(r->body.find("id: ") != std::string::npos);
+    CHECK(a.listener->sessions() == 1);
+    CHECK(b.listener->sessions() == 0);  // forwarded, never copied
+
+    // A notification and the session's own state, through the other instance.
+    cb.send(mcp_post(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"warning"}})",
+                     session_header(sid)));
+    r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    cb.send(mcp_post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", session_header(sid)));
+    r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 202);
+    ca.send(mcp_post(call(3, "whoami"), session_header(sid)));
+    r = ca.read_response();
+    REQUIRE(r);
+    CHECK(result_text(sse_messages(r->body)) == "\"cluster-client\" 2025-11-25 - warning");
+
+    // DELETE through the other instance ends it everywhere.
+    cb.send("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + session_header(sid) + "\r\n");
+    r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    raw_connection again(b.port());
+    again.send(mcp_post(call(4, "echo", R"({"text":"x"})"), session_header(sid)));
+    r = again.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 404);
+  }
+
+  TEST_CASE("an exchange's answer that reaches the other instance resumes the frame on the owner") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port());
+    const std::string sid = initialize(ca, R"({"sampling":{}})");
+    // The call reaches b (forwarded to a, which runs the tool); its question comes back
+    // on b's stream; the answer is POSTed to b again and forwarded to a's frame.
+    raw_connection stream(b.port());
+    stream.send(mcp_post(call(7, "ask"), session_header(sid)));
+    const std::string head = stream.read_until("sampling/createMessage");
+    const auto at = head.find("\"id\":", head.find("sampling/createMessage") - 60);
+    REQUIRE(at != std::string::npos);
+    const std::string question_id = head.substr(at + 5, head.find(',', at) - at - 5);
+    raw_connection answer(b.port());
+    answer.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + question_id +
+                             R"(,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}})",
+                         session_header(sid)));
+    auto r = answer.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 202);
+    const std::string rest = stream.read_until("model said");
+    CHECK(rest.find("model said") != std::string::npos);
+  }
+
+  TEST_CASE("a session outlives its instance: the next request elsewhere takes it over with its state") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    auto a = std::make_unique<instance>(redis.url(), "a");
+    instance b(redis.url(), "b");
+    std::string sid;
+    {
+      raw_connection ca(a->port());
+      sid = initialize(ca, R"({"sampling":{}})");
+      ca.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}})",
+                       session_header(sid)));
+      REQUIRE(ca.read_response());
+    }
+    a->stop();  // its goodbye lets b take over at once
+    raw_connection cb(b.port());
+    cb.send(mcp_post(call(2, "whoami"), session_header(sid)));
+    auto r = cb.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    CHECK(result_text(sse_messages(r->body)) == "\"cluster-client\" 2025-11-25 sampling error");
+    CHECK(b.listener->sessions() == 1);
+    // And it is b's now: served there without Redis on the path.
+    cb.send(mcp_post(call(3, "echo", R"({"text":"still here"})"), session_header(sid)));
+    r = cb.read_response();
+    REQUIRE(r);
+    CHECK(result_text(sse_messages(r->body)) == "still here");
+  }
+
+  TEST_CASE("a stream lost at one instance is resumed at another") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port());
+    const std::string sid = initialize(ca);
+    std::string event;
+    {
+      raw_connection first(a.port());
+      first.send(mcp_post(call(5, "wait", R"({"ms":300})"), session_header(sid)));
+      const std::string head = first.read_until("\n\n");  // the priming event
+      const auto id_at = head.find("id: ");
+      REQUIRE(id_at != std::string::npos);
+      event = head.substr(id_at + 4, head.find('\n', id_at) - id_at - 4);
+    }  // the connection drops before the answer
+    raw_connection resumed(b.port());
+    resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) +
+                 "Last-Event-ID: " + event + "\r\n\r\n");
+    const std::string body = resumed.read_until("waited");
+    CHECK(body.find("200 OK") != std::string::npos);
+    CHECK(body.find("waited") != std::string::npos);
+  }
+
+  TEST_CASE("Redis down: a session of another instance gets 503 with Retry-After at once; local ones carry on") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port());
+    const std::string sid = initialize(ca);
+    redis.stop();
+    raw_connection cb(b.port());
+    cb.send(mcp_post(call(1, "echo", R"({"text":"x"})"), session_header(sid)));
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    REQUIRE(r->header("retry-after"));
+    CHECK(r->body.find("Redis") != std::string::npos);
+    // The owner serves its session from memory.
+    ca.send(mcp_post(call(2, "echo", R"({"text":"local"})"), session_header(sid)));
+    r = ca.read_response();
+    REQUIRE(r);
+    CHECK(result_text(sse_messages(r->body)) == "local");
+    // Redis back (empty: a crash lost its data), service resumes; the session is found
+    // again once its owner writes its record, which its next state change does.
+    redis.start();
+    // 503 while the clients reconnect (their backoff is under a second). Nothing
+    // announces that, so this polls, with a guard: the owner writes its record again at
+    // its session's next state change, then the other instance finds it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int id = 10; std::chrono::steady_clock::now() < deadline; id += 2) {
+      ca.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                           R"(,"method":"logging/setLevel","params":{"level":"info"}})",
+                       session_header(sid)));
+      REQUIRE(ca.read_response());
+      raw_connection retry(b.port());
+      retry.send(mcp_post(call(id + 1, "echo", R"({"text":"back"})"), session_header(sid)));
+      r = retry.read_response();
+      REQUIRE(r);
+      if (r->status == 200) break;
+      REQUIRE(r->status == 503);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(r->status == 200);
+    CHECK(result_text(sse_messages(r->body)) == "back");
+  }
+}
