@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -323,6 +324,7 @@ int main(int argc, char** argv) {
   std::chrono::seconds diagnostics{0};
   auth_flags auth;
   bool metrics = false;
+  std::string state_secret_file;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -355,10 +357,17 @@ int main(int argc, char** argv) {
       diagnostics = std::chrono::seconds(std::stoul(argv[++i]));
     } else if (arg == "--metrics") {
       metrics = true;
+    } else if (arg == "--redis" && i + 1 < argc) {
+      http.cluster.redis_url = argv[++i];
+    } else if (arg == "--instance-id" && i + 1 < argc) {
+      http.cluster.instance_id = argv[++i];
+    } else if (arg == "--state-secret-file" && i + 1 < argc) {
+      state_secret_file = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
-                   "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]]\n"
+                   "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
+                   "                         [--redis URL [--instance-id NAME]]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -375,7 +384,12 @@ int main(int argc, char** argv) {
                    "  --auth-jwks-ca F   extra CA certificates (PEM) for an https:// key set\n"
                    "                     with these, tools whoami and admin_reset (scope admin) are added\n"
                    "  --diagnostics S    every S seconds, log live sessions, connections and coroutine frames to stderr\n"
-                   "  --metrics          HTTP: serve Prometheus metrics at /metrics (no authentication; Host/Origin checked)\n";
+                   "  --metrics          HTTP: serve Prometheus metrics at /metrics (no authentication; Host/Origin checked)\n"
+                   "  --redis URL        HTTP: one instance of several behind a load balancer, sharing sessions\n"
+                   "                     through Redis at URL (redis://127.0.0.1:6379); see docs/scale-out.md\n"
+                   "  --instance-id N    this instance's name among the others (default: host, pid, random)\n"
+                   "  --state-secret-file F  seal 2026-07-28 requestState with the secret in F (at least 32 bytes);\n"
+                   "                     give every instance behind one balancer the same file\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -396,11 +410,26 @@ int main(int argc, char** argv) {
   droid::server_options options;
   std::shared_ptr<droid::metrics> observed;
   if (metrics) options.observer = observed = std::make_shared<droid::metrics>();
+  if (!state_secret_file.empty()) {
+    std::ifstream in(state_secret_file, std::ios::binary);
+    std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    if (!in.good() && !in.eof()) secret.clear();
+    if (secret.size() < 32) {
+      std::cerr << "everything-server: --state-secret-file needs a readable file of at least 32 bytes\n";
+      return 2;
+    }
+    options.multi_round.state_secrets = {secret};
+  }
   droid::server server(std::move(info), options);
   if (observed) http.routes.push_back(droid::http::metrics_route(observed, server));
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
 
+  if (!http.cluster.redis_url.empty() && !http_address) {
+    std::cerr << "everything-server: --redis shares HTTP sessions between instances; add --http HOST:PORT\n";
+    return 2;
+  }
   if (auth.any() && !http_address) {
     // stdio has no tokens: the client that spawns the server is trusted as its user is.
     std::cerr << "everything-server: --auth-* protects HTTP; add --http HOST:PORT\n";

@@ -182,6 +182,12 @@ void cluster::beat() {
   // died without a word (its watchdog then times it out).
   (void)inbox_->send({"PING"});
   spawn(shards_.front(), sweep(), [](std::exception_ptr) {});
+  if (!inbox_->connected()) {
+    inbox_was_down_ = true;
+  } else if (inbox_was_down_) {
+    inbox_was_down_ = false;
+    spawn(shards_.front(), give_up_lost_sessions(), [](std::exception_ptr) {});
+  }
   heartbeat_->expires_after(opts_.heartbeat);
   heartbeat_->async_wait([self = shared_from_this()](const std::error_code& ec) {
     if (!ec) self->beat();
@@ -261,12 +267,20 @@ void cluster::forget(const session_entry& e) {
   });
 }
 
+void cluster::forget_id(std::size_t shard, const std::string& id) {
+  (void)clients_[shard]->send({"DEL", opts_.key_prefix + "s:" + id});
+}
+
 task<bool> cluster::alive(std::size_t shard, std::string owner) {
   if (owner == name_) co_return false;  // a record naming us that we do not hold: a past life
   {
     std::lock_guard lock(mutex_);
-    if (auto it = seen_.find(owner); it != seen_.end() && clock_type::now() - it->second < opts_.instance_ttl)
-      co_return true;
+    const auto now = clock_type::now();
+    if (auto it = seen_.find(owner); it != seen_.end() && now - it->second < opts_.instance_ttl) co_return true;
+    if (auto it = presumed_dead_.find(owner); it != presumed_dead_.end()) {
+      if (now - it->second < opts_.instance_ttl) co_return false;
+      presumed_dead_.erase(it);
+    }
   }
   // The awaiter is named: g++ 12 cannot keep a braced list's array alive across a
   // co_await in the same full expression.
@@ -394,10 +408,17 @@ void cluster::stop_relay(const std::string& key) {
   });
 }
 
-task<bool> cluster::send_to(std::size_t shard, std::string owner, std::string payload) {
+task<cluster::delivery> cluster::send_to(std::size_t shard, std::string owner, std::string payload) {
   auto publish = clients_[shard]->command({"PUBLISH", opts_.key_prefix + "c:" + owner, payload});
   auto r = co_await publish;
-  co_return r && r->type == redis::reply::kind::integer && r->integer > 0;
+  if (!r || r->type != redis::reply::kind::integer) co_return delivery::unavailable;
+  co_return r->integer > 0 ? delivery::delivered : delivery::nobody;
+}
+
+void cluster::presume_dead(const std::string& owner) {
+  std::lock_guard lock(mutex_);
+  presumed_dead_[owner] = clock_type::now();
+  seen_.erase(owner);
 }
 
 void cluster::post_to(std::size_t shard, const std::string& owner, const std::string& payload) {
@@ -411,7 +432,10 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
   if (channel.size() > opts_.key_prefix.size() && channel.substr(opts_.key_prefix.size()) == "all") {
     if (f.size() != 2 || f[1] == name_) return;
     std::lock_guard lock(mutex_);
-    if (kind == "hb") seen_[std::string(f[1])] = clock_type::now();
+    if (kind == "hb") {
+      seen_[std::string(f[1])] = clock_type::now();
+      presumed_dead_.erase(std::string(f[1]));
+    }
     if (kind == "bye") seen_.erase(std::string(f[1]));
     return;
   }
@@ -494,6 +518,19 @@ task<void> cluster::sweep() {
       }
       d.sink->finish();
     }
+  }
+}
+
+task<void> cluster::give_up_lost_sessions() {
+  // Cut off from Redis, this instance went on serving its sessions from memory; the
+  // others may have taken some over meanwhile (they could not hear this one). Two
+  // owners must not serve one session: whoever the record names keeps it.
+  for (const std::shared_ptr<session_entry>& e : st_.sessions.snapshot()) {
+    if (e->legacy) continue;
+    auto get = clients_.front()->command({"HGET", opts_.key_prefix + "s:" + e->id, "owner"});
+    auto owner = co_await get;
+    if (!owner || owner->type != redis::reply::kind::string || owner->str == name_) continue;
+    if (auto gone = st_.sessions.erase(e->id)) end_session(gone);
   }
 }
 

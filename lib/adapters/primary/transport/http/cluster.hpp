@@ -106,6 +106,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The session ended for good (DELETE, or idle): its record goes, so nobody takes it
   /// over.
   void forget(const session_entry& e);
+  /// The same for a session not held here (on shard `shard`).
+  void forget_id(std::size_t shard, const std::string& id);
 
   // ---- sessions that are not here -------------------------------------------------------
   /// Where a session not in this instance's table is.
@@ -125,9 +127,17 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The client's connection ended (or the answer did): forget the tag, and tell the
   /// owner when the stream was still open (its relay stops; the stream stays resumable).
   void close_forward(std::size_t shard, std::uint64_t tag);
-  /// Publishes `payload` on `owner`'s inbox. False when Redis is down or nobody listens
-  /// there (the owner died or is reconnecting).
-  task<bool> send_to(std::size_t shard, std::string owner, std::string payload);
+  /// What publishing on an inbox gave.
+  enum class delivery : std::uint8_t { delivered, nobody, unavailable };
+  /// Publishes `payload` on `owner`'s inbox: `nobody` when no instance listens there (the
+  /// owner died, or lost Redis), `unavailable` when Redis cannot be reached.
+  task<delivery> send_to(std::size_t shard, std::string owner, std::string payload);
+  /// `owner` did not hear its inbox: it is taken for dead (its sessions are taken over)
+  /// until a heartbeat of its says otherwise. Why not wait for its heartbeat to expire:
+  /// a killed instance's key outlives it by up to `instance_ttl`, and every request for
+  /// its sessions would meanwhile get 503. An instance that only lost Redis gives its
+  /// sessions up when it is back (`beat`).
+  void presume_dead(const std::string& owner);
   /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a relay's events).
   void post_to(std::size_t shard, const std::string& owner, const std::string& payload);
 
@@ -185,6 +195,13 @@ class cluster : public std::enable_shared_from_this<cluster> {
   std::unordered_map<std::string, relay_entry> relays_;
   /// When each other instance was last heard of (heartbeats on the common channel).
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> seen_;
+  /// Instances whose inbox nobody heard, and when.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> presumed_dead_;
+  /// The inbox was down at the last heartbeat: when it is back, this instance checks
+  /// which of its sessions others took over meanwhile.
+  bool inbox_was_down_ = false;
+  /// Ends, here, the sessions whose record names another owner now.
+  task<void> give_up_lost_sessions();
 };
 
 }  // namespace droid::http::detail

@@ -141,11 +141,15 @@ class streamable_endpoint {
 
  private:
   /// A request for session `sid`, owned by instance `owner`: forwarded there, its answer
-  /// written here.
-  task<bool> forward_post(connection& c, ir::message msg, std::string sid, std::string owner, const caller& who);
-  /// A GET for a stream of a session owned by `owner`.
-  task<bool> forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number, std::uint64_t after,
-                         bool resume, const caller& who);
+  /// written here. Nothing (and nothing written) when nobody listens on the owner's
+  /// inbox: it is presumed dead, and the caller looks for the session again, which takes
+  /// it over. `msg` by reference: the caller keeps it for that second look, and awaits
+  /// this at once.
+  task<std::optional<bool>> forward_post(connection& c, const ir::message& msg, std::string sid, std::string owner,
+                                         const caller& who);
+  /// A GET for a stream of a session owned by `owner` (nothing: as `forward_post`).
+  task<std::optional<bool>> forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number,
+                                        std::uint64_t after, bool resume, const caller& who);
   /// Where a session named by a request is.
   struct found_session {
     std::shared_ptr<session_entry> entry;  ///< here (in the table, maybe just taken over)

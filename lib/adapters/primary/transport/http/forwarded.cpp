@@ -64,8 +64,8 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
 
 }  // namespace
 
-task<bool> streamable_endpoint::forward_post(connection& c, ir::message msg, std::string sid, std::string owner,
-                                             const caller& who) {
+task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const ir::message& msg, std::string sid,
+                                                            std::string owner, const caller& who) {
   cluster& peers = *st_.peers;
   const std::size_t shard = c.home().index;
   const std::string unreachable =
@@ -76,8 +76,13 @@ task<bool> streamable_endpoint::forward_post(connection& c, ir::message msg, std
     // Payloads are named before the co_await: g++ 12 cannot keep a braced list's array
     // alive across one in the same full expression.
     std::string payload = encode_fields({"msg", sid, who.principal, msg.text()});
-    const bool told = co_await peers.send_to(shard, owner, std::move(payload));
-    if (!told) co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
+    const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+    if (told == cluster::delivery::nobody) {
+      peers.presume_dead(owner);
+      co_return std::nullopt;
+    }
+    if (told == cluster::delivery::unavailable)
+      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
     co_return co_await c.reply(202, {}, {});
   }
   const bool json_mode = st_.opts.reply == streaming::json || msg.method() == "tasks/get" ||
@@ -87,9 +92,13 @@ task<bool> streamable_endpoint::forward_post(connection& c, ir::message msg, std
   const std::string address = who.origin ? who.origin->remote_address : std::string();
   std::string payload = encode_fields(
       {"req", sid, peers.instance(), std::to_string(tag), json_mode ? "1" : "0", who.principal, address, msg.text()});
-  const bool told = co_await peers.send_to(shard, owner, std::move(payload));
-  if (!told) {
+  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (told != cluster::delivery::delivered) {
     peers.close_forward(shard, tag);
+    if (told == cluster::delivery::nobody) {
+      peers.presume_dead(owner);
+      co_return std::nullopt;
+    }
     co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
   }
   bool keep;
@@ -107,17 +116,22 @@ task<bool> streamable_endpoint::forward_post(connection& c, ir::message msg, std
   co_return keep;
 }
 
-task<bool> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number,
-                                            std::uint64_t after, bool resume, const caller& who) {
+task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner,
+                                                           std::uint64_t number, std::uint64_t after, bool resume,
+                                                           const caller& who) {
   cluster& peers = *st_.peers;
   const std::size_t shard = c.home().index;
   auto sink = c.make_sink();
   const std::uint64_t tag = peers.open_forward(sink, owner, {});
   std::string payload = encode_fields({"get", sid, peers.instance(), std::to_string(tag), std::to_string(number),
                                        std::to_string(after), resume ? "1" : "0", who.principal});
-  const bool told = co_await peers.send_to(shard, owner, std::move(payload));
-  if (!told) {
+  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (told != cluster::delivery::delivered) {
     peers.close_forward(shard, tag);
+    if (told == cluster::delivery::nobody) {
+      peers.presume_dead(owner);
+      co_return std::nullopt;
+    }
     co_return co_await c.reply_rpc_error(
         503, ir::errc::internal_error,
         "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly", false,

@@ -54,6 +54,14 @@ bool session_table::insert(const std::shared_ptr<session_entry>& e, std::size_t 
   return true;
 }
 
+std::vector<std::shared_ptr<session_entry>> session_table::snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<session_entry>> out;
+  out.reserve(map_.size());
+  for (const auto& [id, e] : map_) out.push_back(e);
+  return out;
+}
+
 std::shared_ptr<session_entry> session_table::insert_or_get(const std::shared_ptr<session_entry>& e,
                                                           std::size_t cap) {
   std::lock_guard lock(mutex_);

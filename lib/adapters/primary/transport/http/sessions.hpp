@@ -107,6 +107,8 @@ class session_table {
   /// stream, no request being answered).
   std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff);
   std::vector<std::shared_ptr<session_entry>> take_all();
+  /// Every live entry, left in the table.
+  [[nodiscard]] std::vector<std::shared_ptr<session_entry>> snapshot() const;
   [[nodiscard]] std::size_t size() const;
   /// Open POST and GET streams over every session (`session_entry::active`), for metrics.
   [[nodiscard]] std::size_t open_streams() const;

@@ -183,7 +183,17 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
                                          "Bad Request: Mcp-Session-Id header is required");
     found_session found = co_await find_session(c, std::string(*sid), who);
     if (found.answered) co_return *found.answered;
-    if (!found.owner.empty()) co_return co_await forward_post(c, std::move(msg), std::string(*sid), std::move(found.owner), who);
+    if (!found.owner.empty()) {
+      if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
+      // The owner did not hear it: presumed dead, so this look takes the session over.
+      found = co_await find_session(c, std::string(*sid), who);
+      if (found.answered) co_return *found.answered;
+      if (!found.owner.empty())
+        co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                             "Service Unavailable: the session is moving between server instances; "
+                                             "try again shortly",
+                                             false, "Retry-After: 1\r\n");
+    }
     entry = std::move(found.entry);
     if (st_.peers) st_.peers->touch(*entry);
   }
@@ -449,8 +459,17 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
   const bool resume = last != nullptr;
   found_session found = co_await find_session(c, std::string(*sid), who);
   if (found.answered) co_return *found.answered;
-  if (!found.owner.empty())
-    co_return co_await forward_get(c, std::string(*sid), std::move(found.owner), number, after, resume, who);
+  if (!found.owner.empty()) {
+    if (auto forwarded = co_await forward_get(c, std::string(*sid), found.owner, number, after, resume, who))
+      co_return *forwarded;
+    found = co_await find_session(c, std::string(*sid), who);  // presumed dead: take it over
+    if (found.answered) co_return *found.answered;
+    if (!found.owner.empty())
+      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                           "Service Unavailable: the session is moving between server instances; "
+                                           "try again shortly",
+                                           false, "Retry-After: 1\r\n");
+  }
   std::shared_ptr<session_entry> entry = std::move(found.entry);
   if (st_.peers) st_.peers->touch(*entry);
   const bool standalone = number == 0;
@@ -551,8 +570,15 @@ task<bool> streamable_endpoint::remove(connection& c, request& req, const caller
     if (where.answered) co_return *where.answered;
     if (!where.owner.empty()) {
       std::string payload = encode_fields({"del", std::string(*sid), who.principal});
-      const bool told = co_await st_.peers->send_to(c.home().index, where.owner, std::move(payload));
-      if (!told)
+      const cluster::delivery told = co_await st_.peers->send_to(c.home().index, where.owner, std::move(payload));
+      if (told == cluster::delivery::nobody) {
+        // Its owner is gone: the session would be taken over only to be ended. Its
+        // record goes, which ends it everywhere.
+        st_.peers->presume_dead(where.owner);
+        st_.peers->forget_id(c.home().index, std::string(*sid));
+        co_return co_await c.reply(200, {}, {});
+      }
+      if (told == cluster::delivery::unavailable)
         co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
                                              "Service Unavailable: the instance that owns this session cannot be "
                                              "reached; try again shortly",
