@@ -181,10 +181,12 @@ TEST_SUITE("adapters/redis") {
     // on b's stream; the answer is POSTed to b again and forwarded to a's frame.
     raw_connection stream(b.port());
     stream.send(mcp_post(call(7, "ask"), session_header(sid)));
-    const std::string head = stream.read_until("sampling/createMessage");
-    const auto at = head.find("\"id\":", head.find("sampling/createMessage") - 60);
-    REQUIRE(at != std::string::npos);
-    const std::string question_id = head.substr(at + 5, head.find(',', at) - at - 5);
+    std::string head = stream.read_until("sampling/createMessage");
+    head += stream.read_until("\n");  // the rest of the question's data line
+    const auto line = head.rfind("data: ", head.find("sampling/createMessage"));
+    REQUIRE(line != std::string::npos);
+    const boost::json::value question = boost::json::parse(head.substr(line + 6, head.find('\n', line) - line - 6));
+    const std::string question_id = boost::json::serialize(question.at("id"));
     raw_connection answer(b.port());
     answer.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + question_id +
                              R"(,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}})",
@@ -288,5 +290,30 @@ TEST_SUITE("adapters/redis") {
     }
     CHECK(r->status == 200);
     CHECK(result_text(sse_messages(r->body)) == "back");
+  }
+
+  TEST_CASE("a change raised on one instance reaches the clients of another (resources/updated, list_changed)") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port());
+    const std::string sid = initialize(ca);
+    ca.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://watched"}})",
+                     session_header(sid)));
+    auto r = ca.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    raw_connection standalone(a.port());
+    standalone.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) + "\r\n");
+    CHECK(standalone.read_until("\r\n\r\n").find("200 OK") != std::string::npos);
+    // Raised on b, which holds no session at all.
+    b.srv.resource_updated("test://other");    // not subscribed: nothing
+    b.srv.resource_updated("test://watched");
+    std::string got = standalone.read_until("test://watched");
+    CHECK(got.find("notifications/resources/updated") != std::string::npos);
+    CHECK(got.find("test://other") == std::string::npos);
+    b.srv.tool("late", "Registered on b at run time", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
+    got = standalone.read_until("list_changed");
+    CHECK(got.find("notifications/tools/list_changed") != std::string::npos);
   }
 }

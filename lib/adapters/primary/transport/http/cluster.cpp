@@ -3,6 +3,8 @@
 /// The cluster: records, heartbeats, the inbox, forwarding and takeover (cluster.hpp).
 #include "cluster.hpp"
 
+#include "application/server/server_core.hpp"
+
 #include <charconv>
 #include <random>
 
@@ -50,6 +52,27 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 )";
+
+/// Set while this thread tells local clients of a change another instance announced, so
+/// that the announcement is not sent back out (and round again, forever).
+thread_local bool relaying_change = false;
+
+/// The cluster's ear on the server's changes: each one raised here is published on the
+/// common channel. Why a listener: the server must not know about clusters; it tells
+/// whoever listens, as it tells `subscriptions/listen` streams.
+class change_fanout final : public droid::detail::change_listener {
+ public:
+  explicit change_fanout(std::function<void(std::string)> publish) : publish_(std::move(publish)) {}
+  void list_changed(std::string_view method) override {
+    if (!relaying_change) publish_(encode_fields({"lc", method}));
+  }
+  void resource_updated(std::string_view uri) override {
+    if (!relaying_change) publish_(encode_fields({"upd", uri}));
+  }
+
+ private:
+  std::function<void(std::string)> publish_;
+};
 
 }  // namespace
 
@@ -171,6 +194,19 @@ void cluster::start() {
     self->heartbeat_.emplace(self->shards_.front());
     self->beat();
   });
+  // Changes may be raised on any thread; the common channel is written from shard 0.
+  fanout_ = std::make_shared<change_fanout>([weak = std::weak_ptr<cluster>(self)](std::string what) {
+    auto c = weak.lock();
+    if (!c || c->stopping_) return;
+    asio::dispatch(c->shards_.front(), [c, what = std::move(what)] {
+      // The sender's name goes first, so that it can ignore its own announcement.
+      std::vector<std::string_view> f;
+      if (!decode_fields(what, f)) return;
+      const std::string payload = encode_fields({f[0], c->name_, f[1]});
+      (void)c->clients_.front()->send({"PUBLISH", c->opts_.key_prefix + "all", payload});
+    });
+  });
+  droid::detail::core(st_.srv).listen(fanout_);
 }
 
 void cluster::beat() {
@@ -231,8 +267,14 @@ void cluster::own(const std::shared_ptr<session_entry>& e) {
   std::weak_ptr<session_entry> weak = e;
   auto self = shared_from_this();
   e->s->on_state_change([self, weak] {
-    auto entry = weak.lock();
-    if (!entry) return;
+    if (auto entry = weak.lock()) self->write_record(entry);
+  });
+}
+
+void cluster::write_record(const std::shared_ptr<session_entry>& e) {
+  asio::dispatch(e->executor, [self = shared_from_this(), entry = e] {
+    // Read on the session's shard, which alone touches it.
+    if (entry->s->is_closed() || !entry->s->is_initialized()) return;
     session_record r;
     r.owner = self->name_;
     r.state = entry->s->state();
@@ -348,13 +390,7 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
     }
     if (kept == entry) {
       own(entry);
-      // The record now names us; written out as an owner writes it.
-      session_record mine;
-      mine.owner = name_;
-      mine.state = entry->s->state();
-      std::vector<std::string> cmd{"HSET", key};
-      for (std::string& f : record_fields(mine)) cmd.push_back(std::move(f));
-      (void)clients_[shard]->send(cmd);
+      write_record(entry);  // the record now names us, as an owner writes it
     }
     out.is = located::where::here;
     out.entry = std::move(kept);
@@ -430,7 +466,17 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
   if (!decode_fields(payload, f)) return;  // not ours: ignored
   const std::string_view kind = f[0];
   if (channel.size() > opts_.key_prefix.size() && channel.substr(opts_.key_prefix.size()) == "all") {
-    if (f.size() != 2 || f[1] == name_) return;
+    if (f.size() < 2 || f[1] == name_) return;
+    if ((kind == "lc" || kind == "upd") && f.size() == 3) {
+      // Another instance's change: this instance's clients are told as they would be of
+      // one of its own (each session and listen stream filters as it always does).
+      relaying_change = true;
+      if (kind == "lc") droid::detail::core(st_.srv).notify_list_changed(f[2]);
+      if (kind == "upd") droid::detail::core(st_.srv).resource_updated(f[2]);
+      relaying_change = false;
+      return;
+    }
+    if (f.size() != 2) return;
     std::lock_guard lock(mutex_);
     if (kind == "hb") {
       seen_[std::string(f[1])] = clock_type::now();
@@ -529,7 +575,12 @@ task<void> cluster::give_up_lost_sessions() {
     if (e->legacy) continue;
     auto get = clients_.front()->command({"HGET", opts_.key_prefix + "s:" + e->id, "owner"});
     auto owner = co_await get;
-    if (!owner || owner->type != redis::reply::kind::string || owner->str == name_) continue;
+    if (!owner) co_return;  // Redis went again: the next return tries again
+    if (owner->is_nil()) {
+      write_record(e);  // Redis lost it: written again
+      continue;
+    }
+    if (owner->type != redis::reply::kind::string || owner->str == name_) continue;
     if (auto gone = st_.sessions.erase(e->id)) end_session(gone);
   }
 }

@@ -54,6 +54,10 @@
 #include "adapters/secondary/redis/redis_event_store.hpp"
 #include "sessions.hpp"
 
+namespace droid::detail {
+class change_listener;
+}
+
 namespace droid::http::detail {
 
 struct endpoint_state;
@@ -200,8 +204,14 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The inbox was down at the last heartbeat: when it is back, this instance checks
   /// which of its sessions others took over meanwhile.
   bool inbox_was_down_ = false;
-  /// Ends, here, the sessions whose record names another owner now.
+  /// Ends, here, the sessions whose record names another owner now, and writes again the
+  /// records Redis lost (a restart with no persistence).
   task<void> give_up_lost_sessions();
+  /// Writes `e`'s record (on its shard).
+  void write_record(const std::shared_ptr<session_entry>& e);
+  /// Carries this server's change notifications (list_changed, resources/updated) to the
+  /// other instances, whose clients are told as this instance's are.
+  std::shared_ptr<droid::detail::change_listener> fanout_;
 };
 
 }  // namespace droid::http::detail
