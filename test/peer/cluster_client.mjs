@@ -13,125 +13,35 @@
 // key is left in Redis without an expiry. Exit 77 (skipped) without the SDK, nginx or
 // redis-server, unless DROID_REQUIRE_PEERS=1.
 
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-
-import { answerExchanges, check, exchangeCapabilities, exitWithSummary, HttpServer, loadSdk, missingPrerequisite, show,
-  sleep, startWatchdog, step, textOf } from './harness.mjs';
+import { answerExchanges, check, exchangeCapabilities, exitWithSummary, loadSdk, show, sleep, startWatchdog, step,
+  textOf } from './harness.mjs';
+import { Cluster, clusterPrerequisites } from './cluster_harness.mjs';
 
 const serverPath = process.argv[2];
 if (!serverPath || process.argv.length > 3) {
   console.log('not ok - arguments: usage: node cluster_client.mjs <path to everything-server>');
   process.exit(1);
 }
-const nginx = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => spawnSync(p, ['-v']).status === 0);
-if (!nginx) missingPrerequisite('nginx is not installed (apt-get install nginx)');
-const redisServer = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).status === 0);
-if (!redisServer) missingPrerequisite('redis-server is not installed (apt-get install redis-server)');
-const redisCli = redisServer.replace(/redis-server$/, 'redis-cli');
+clusterPrerequisites();
 
 const [{ Client }, { StreamableHTTPClientTransport }, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema }] =
   await loadSdk((specifier) => import(specifier), ['@modelcontextprotocol/sdk/client/index.js',
     '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js']);
 
-const freePort = () => new Promise((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address();
-    probe.close(() => resolve(port));
-  });
-});
-
-/// The code block that follows the line "`name`:" on `page`.
-function block(page, name) {
-  const lines = page.split('\n');
-  const at = lines.findIndex((l) => l.trim() === `\`${name}\`:`);
-  if (at < 0) throw new Error(`docs/scale-out.md has no block named ${name}`);
-  const open = lines.findIndex((l, i) => i > at && l.startsWith('```'));
-  const close = lines.findIndex((l, i) => i > open && l.startsWith('```'));
-  return lines.slice(open + 1, close).join('\n');
-}
-
-const dir = mkdtempSync(join(tmpdir(), 'droid-cluster-peer-'));
-const redisPort = await freePort();
-const proxyPort = await freePort();
-const redisUrl = `redis://127.0.0.1:${redisPort}`;
-const redisCall = (...args) => spawnSync(redisCli, ['-p', String(redisPort), '--raw', ...args], { encoding: 'utf8' }).stdout.trim();
-writeFileSync(join(dir, 'state-secret'), 'a-secret-every-instance-shares-0123456789');
-
-let redis;
-let proxy;
-const instances = [];
-const stopAll = () => {
-  for (const i of instances) i.kill();
-  proxy?.kill('SIGKILL');
-  redis?.kill('SIGKILL');
-};
-startWatchdog(stopAll, 100);
+const cluster = new Cluster(serverPath, 3);
+const instances = cluster.instances;
+const redisCall = (...args) => cluster.redisCall(...args);
+startWatchdog(() => cluster.stop(), 100);
 const finish = () => {
-  stopAll();
-  rmSync(dir, { recursive: true, force: true });
+  cluster.stop();
   exitWithSummary();
 };
 
 if (!await step('redis-server, three instances sharing it, and nginx in front (docs/scale-out.md)', async () => {
-  redis = spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  // Its own line says when it accepts connections: waited for, not slept on.
-  await new Promise((resolve, reject) => {
-    const lines = createInterface({ input: redis.stdout });
-    lines.on('line', (line) => { if (line.includes('Ready to accept connections')) resolve(); });
-    redis.once('exit', () => reject(new Error('redis-server exited before accepting connections')));
-  });
-  for (let n = 1; n <= 3; ++n) {
-    const instance = new HttpServer(serverPath, ['--redis', redisUrl, '--instance-id', `i${n}`, '--threads', '2',
-      '--state-secret-file', join(dir, 'state-secret')]);
-    await instance.start();
-    instance.name = `i${n}`;
-    instance.port = Number(new URL(instance.url).port);
-    instances.push(instance);
-  }
-  const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'scale-out.md'), 'utf8');
-  let site = block(page, 'nginx-cluster.conf').replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${proxyPort};`);
-  instances.forEach((instance, i) => { site = site.replace(`server 127.0.0.1:${8081 + i};`, `server 127.0.0.1:${instance.port};`); });
-  check(instances.every((i) => site.includes(`:${i.port};`)), 'the upstream block names the three instances');
-  writeFileSync(join(dir, 'site.conf'), site);
-  for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, t));
-  writeFileSync(join(dir, 'nginx.conf'), `daemon off;
-master_process off;
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'error.log')} warn;
-events { worker_connections 512; }
-http {
-  access_log off;
-  client_body_temp_path ${join(dir, 'body')};
-  proxy_temp_path ${join(dir, 'proxy')};
-  fastcgi_temp_path ${join(dir, 'fastcgi')};
-  uwsgi_temp_path ${join(dir, 'uwsgi')};
-  scgi_temp_path ${join(dir, 'scgi')};
-  include ${join(dir, 'site.conf')};
-}
-`);
-  const test = spawnSync(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-t']);
-  check(test.status === 0, `nginx -t: ${test.stderr}`);
-  proxy = spawn(nginx, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
-  // Polled: nginx announces nothing once it listens (5 s guard).
-  for (let i = 0; i < 100; ++i) {
-    try {
-      await fetch(`http://127.0.0.1:${proxyPort}/`);
-      return;
-    } catch {
-      await sleep(50);
-    }
-  }
-  check(false, `nginx did not answer: ${readFileSync(join(dir, 'error.log'), 'utf8')}`);
+  await cluster.start();
 })) finish();
 
-const url = new URL(`http://127.0.0.1:${proxyPort}/mcp`);
+const url = cluster.url;
 const client = new Client({ name: 'cluster-peer', version: '1.0.0' }, { capabilities: exchangeCapabilities });
 const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema });
 const transport = new StreamableHTTPClientTransport(url);
