@@ -66,6 +66,13 @@ std::optional<std::string> memory_task_store::create(task_record record) {
   return std::nullopt;
 }
 
+std::optional<task_record> memory_task_store::peek(std::string_view id) {
+  std::lock_guard lock(mutex_);
+  auto it = tasks_.find(std::string(id));
+  if (it == tasks_.end() || it->second.record.expires_at() <= now()) return std::nullopt;
+  return it->second.record;
+}
+
 std::optional<task_record> memory_task_store::get(std::string_view id, std::string_view owner) {
   std::lock_guard lock(mutex_);
   auto it = tasks_.find(std::string(id));

@@ -18,8 +18,9 @@ namespace droid::detail {
 
 task_engine::task_engine(const server_options::task_options& options)
     : options_(options),
-      store_(options.store ? options.store
-                           : std::make_shared<memory_task_store>(options.max_tasks, options.max_result_bytes)) {}
+      memory_(options.store ? nullptr
+                            : std::make_shared<memory_task_store>(options.max_tasks, options.max_result_bytes)),
+      store_(options.store ? options.store : memory_) {}
 
 std::string task_engine::mint_id() { return base64url_encode(random_bytes(16)); }
 

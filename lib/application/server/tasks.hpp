@@ -48,6 +48,12 @@ class task_engine {
   explicit task_engine(const server_options::task_options& options);
 
   [[nodiscard]] task_store& store() const noexcept { return *store_; }
+  /// The default in-memory store, or null when the application gave its own.
+  [[nodiscard]] const std::shared_ptr<memory_task_store>& memory() const noexcept { return memory_; }
+  /// Puts `wrapper` (which wraps `store()`) in its place. Why: a transport that shares
+  /// tasks with other instances writes every change through; it is installed before the
+  /// server serves anything, never while a request may be reading the store.
+  void wrap_store(std::shared_ptr<task_store> wrapper) { store_ = std::move(wrapper); }
   [[nodiscard]] const server_options::task_options& options() const noexcept { return options_; }
   /// 128 random bits, base64url: unguessable, so the id is a capability.
   [[nodiscard]] static std::string mint_id();
@@ -61,6 +67,7 @@ class task_engine {
 
  private:
   server_options::task_options options_;
+  std::shared_ptr<memory_task_store> memory_;
   std::shared_ptr<task_store> store_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::weak_ptr<request_runner>> running_;

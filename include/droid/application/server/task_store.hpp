@@ -147,6 +147,10 @@ class memory_task_store final : public task_store {
               std::string message) override;
   void remove(std::string_view id) override;
 
+  /// Task `id` whoever owns it (not expired), for a store that shares what this one holds
+  /// with other instances (it writes the whole record out after each change).
+  [[nodiscard]] std::optional<task_record> peek(std::string_view id);
+
   /// Tasks held (expired ones not yet swept included).
   [[nodiscard]] std::size_t size() const;
   /// Bytes of results and errors held.

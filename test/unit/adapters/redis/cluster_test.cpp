@@ -37,6 +37,11 @@ struct wait_args {
 };
 BOOST_DESCRIBE_STRUCT(wait_args, (), (ms))
 
+struct name_form {
+  std::string name;
+};
+BOOST_DESCRIBE_STRUCT(name_form, (), (name))
+
 /// One instance: its own server and listener, as another process would have.
 struct instance {
   droid::server srv{droid::server_info{.name = "cluster-test", .version = "1"}};
@@ -63,6 +68,14 @@ struct instance {
       auto answer = co_await ctx.exchange("sampling/createMessage", R"({"messages":[],"maxTokens":1})");
       if (!answer) co_return droid::tool_result::error(answer.error().message);
       co_return droid::tool_result::text("model said " + droid::ir::to_json_text(answer.value().at("content")));
+    });
+    // A task (2026-07-28 extension): asks a name, then greets, or with "wait" runs on.
+    droid::tool_info confirm{.name = "confirm", .description = "Asks, then works", .tasks = droid::task_support::optional};
+    srv.tool(confirm, [](droid::tool_context& ctx) -> droid::task<std::string> {
+      auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
+      if (!answer || !answer->content) co_return "no name";
+      if (answer->content->name == "wait") (void)co_await ctx.sleep(std::chrono::seconds(30));
+      co_return "Hello " + answer->content->name;
     });
     droid::http::options o;
     o.threads = 2;
@@ -112,6 +125,32 @@ std::vector<boost::json::value> sse_messages(const std::string& body) {
     at = end;
   }
   return out;
+}
+
+/// A 2026-07-28 request about task `task` (or creating one), as the client sends it.
+constexpr std::string_view task_caps = R"({"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+std::string modern_request(int id, std::string_view method, std::string_view members) {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":")" + std::string(method) + R"(","params":{)" +
+         std::string(members) + R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)" +
+         R"("io.modelcontextprotocol/clientCapabilities":)" + std::string(task_caps) + "}}}";
+}
+std::string modern_headers(std::string_view method, std::string_view name) {
+  return "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + std::string(method) + "\r\nMcp-Name: " +
+         std::string(name) + "\r\n";
+}
+/// Sends a 2026 request to `port` and returns its one JSON-RPC answer.
+boost::json::value modern(std::uint16_t port, int id, std::string_view method, std::string_view name,
+                          std::string_view members) {
+  raw_connection c(port);
+  c.send(mcp_post(modern_request(id, method, members), modern_headers(method, name)));
+  auto r = c.read_response();
+  REQUIRE(r);
+  const std::string* type = r->header("content-type");
+  REQUIRE(type);
+  if (*type == "application/json") return boost::json::parse(r->body);
+  const auto messages = sse_messages(r->body);
+  REQUIRE_FALSE(messages.empty());
+  return messages.back();
 }
 
 /// The text of the tool result in `messages`' last message.
@@ -315,5 +354,52 @@ TEST_SUITE("adapters/redis") {
     b.srv.tool("late", "Registered on b at run time", [](droid::tool_context&) -> droid::task<std::string> { co_return "late"; });
     got = standalone.read_until("list_changed");
     CHECK(got.find("notifications/tools/list_changed") != std::string::npos);
+  }
+
+  TEST_CASE("a 2026 task is polled and answered through any instance, and outlives its instance as a record") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    auto a = std::make_unique<instance>(redis.url(), "a");
+    instance b(redis.url(), "b");
+    const auto status_at = [&](std::uint16_t port, const std::string& task) {
+      const auto r = modern(port, 9, "tasks/get", task, R"("taskId":")" + task + '"');
+      REQUIRE_MESSAGE(r.as_object().contains("result"), boost::json::serialize(r));
+      return std::string(r.at("result").at("status").as_string());
+    };
+    // Polls b until the task, which runs on a, reaches `want` (a's tool moves it on its
+    // own shard, and nothing announces that across instances; 10 s guard).
+    const auto until = [&](const std::string& task, std::string_view want) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      std::string seen;
+      while ((seen = status_at(b.port(), task)) != want && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return seen;
+    };
+    auto created = modern(a->port(), 1, "tools/call", "confirm", R"("name":"confirm","arguments":{})");
+    REQUIRE(created.at("result").at("resultType") == "task");
+    const std::string task(created.at("result").at("taskId").as_string());
+    CHECK(until(task, "input_required") == "input_required");
+    // The answer reaches b; the frame waiting for it is on a.
+    const auto ack = modern(b.port(), 2, "tasks/update", task,
+                            R"("taskId":")" + task + R"(","inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}})");
+    CHECK(ack.at("result").at("resultType") == "complete");
+    CHECK(until(task, "completed") == "completed");
+    const auto done = modern(b.port(), 3, "tasks/get", task, R"("taskId":")" + task + '"');
+    CHECK(done.at("result").at("result").at("content").at(0).at("text") == "Hello Ada");
+
+    // A task still running when its instance goes: b answers for it from Redis, ended.
+    created = modern(a->port(), 4, "tools/call", "confirm", R"("name":"confirm","arguments":{})");
+    const std::string running(created.at("result").at("taskId").as_string());
+    CHECK(until(running, "input_required") == "input_required");
+    (void)modern(b.port(), 5, "tasks/update", running,
+                 R"("taskId":")" + running + R"(","inputResponses":{"user_name":{"action":"accept","content":{"name":"wait"}}})");
+    CHECK(until(running, "working") == "working");
+    // The finished task's result outlives a too.
+    a->stop();
+    const std::string after = status_at(b.port(), running);
+    CHECK((after == "failed" || after == "cancelled"));
+    CHECK(status_at(b.port(), task) == "completed");
+    const auto kept = modern(b.port(), 6, "tasks/get", task, R"("taskId":")" + task + '"');
+    CHECK(kept.at("result").at("result").at("content").at(0).at("text") == "Hello Ada");
   }
 }

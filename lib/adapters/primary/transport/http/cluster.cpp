@@ -4,6 +4,7 @@
 #include "cluster.hpp"
 
 #include "application/server/server_core.hpp"
+#include "application/server/tasks.hpp"
 
 #include <charconv>
 #include <random>
@@ -52,6 +53,10 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 )";
+
+/// The Redis client of the shard this thread runs (null on other threads). Why: the task
+/// store is called on whichever shard runs the request, and each shard has its own client.
+thread_local redis::client* shard_client = nullptr;
 
 /// Set while this thread tells local clients of a change another instance announced, so
 /// that the announcement is not sent back out (and round again, forever).
@@ -179,10 +184,30 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
     throw std::invalid_argument("http::options::cluster.instance_id must not contain spaces or line breaks");
   for (const auto& ex : shards_) clients_.push_back(redis::client::create(ex, co));
   inbox_ = redis::client::create(shards_.front(), co);
+  droid::detail::task_engine& engine = droid::detail::core(st_.srv).tasks();
+  if (engine.memory()) {
+    // Written through from the shard that changes a task; from another thread (a tool's
+    // own), through shard 0.
+    std::weak_ptr<redis::client> first = clients_.front();
+    asio::any_io_executor home = shards_.front();
+    tasks_ = std::make_shared<redis::shared_task_store>(
+        engine.memory(), name_, opts_.key_prefix, [first, home](std::vector<std::string> command) {
+          if (shard_client) {
+            (void)shard_client->send(command);
+            return;
+          }
+          asio::post(home, [first, command = std::move(command)] {
+            if (auto c = first.lock()) (void)c->send(command);
+          });
+        });
+    engine.wrap_store(tasks_);
+  }
 }
 
 void cluster::start() {
   auto self = shared_from_this();
+  for (std::size_t i = 0; i < shards_.size(); ++i)
+    asio::dispatch(shards_[i], [self, i] { shard_client = self->clients_[i].get(); });
   asio::dispatch(shards_.front(), [self] {
     // Weak: the inbox belongs to the cluster, and a strong reference back would keep
     // both alive forever.
@@ -241,6 +266,7 @@ void cluster::stop() {
     self->inbox_->close();
   });
   for (std::size_t i = 0; i < shards_.size(); ++i) {
+    asio::post(shards_[i], [] { shard_client = nullptr; });
     // Behind what the shard has queued, so that the goodbye above is written first
     // (the client flushes what it holds before its close takes effect on the socket
     // only if the write was started: the post gives it that turn).
@@ -583,6 +609,31 @@ task<void> cluster::give_up_lost_sessions() {
     if (owner->type != redis::reply::kind::string || owner->str == name_) continue;
     if (auto gone = st_.sessions.erase(e->id)) end_session(gone);
   }
+}
+
+task<cluster::task_location> cluster::locate_task(std::size_t shard, std::string id) {
+  task_location out;
+  if (!tasks_ || tasks_->holds(id)) co_return out;
+  auto get = clients_[shard]->command({"HGETALL", opts_.key_prefix + "t:" + id});
+  auto hash = co_await get;
+  if (!hash || hash->is_error()) {
+    out.is = task_location::where::unavailable;
+    co_return out;
+  }
+  std::string owner, record;
+  for (std::size_t i = 0; i + 1 < hash->elements.size(); i += 2) {
+    if (hash->elements[i].str == "owner") owner = hash->elements[i + 1].str;
+    if (hash->elements[i].str == "record") record = hash->elements[i + 1].str;
+  }
+  if (owner.empty() || owner == name_) co_return out;  // unknown: answered here, "not found"
+  if (co_await alive(shard, owner)) {
+    out.is = task_location::where::remote;
+    out.owner = std::move(owner);
+    co_return out;
+  }
+  if (std::optional<task_record> r = redis::parse_task_record(record))
+    tasks_->adopt(std::move(*r), "The server instance running this task stopped before it finished.");
+  co_return out;
 }
 
 task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_entry> e, std::uint64_t number,

@@ -52,6 +52,7 @@
 
 #include "adapters/secondary/redis/client.hpp"
 #include "adapters/secondary/redis/redis_event_store.hpp"
+#include "adapters/secondary/redis/redis_task_store.hpp"
 #include "sessions.hpp"
 
 namespace droid::detail {
@@ -151,6 +152,19 @@ class cluster : public std::enable_shared_from_this<cluster> {
   task<bool> replay_foreign(std::size_t shard, std::shared_ptr<session_entry> e, std::uint64_t number,
                             std::uint64_t after, std::shared_ptr<response_sink> sink);
 
+  // ---- tasks ------------------------------------------------------------------------------
+  /// Where task `id` is, for a request about it that reached this instance.
+  struct task_location {
+    enum class where : std::uint8_t { here, remote, unavailable } is = where::here;
+    std::string owner{};  ///< `remote`: the instance that runs it
+  };
+  /// Finds task `id`: here when this instance holds it, never heard of it (the request
+  /// is then answered here, "not found"), or took it over from a dead owner just now
+  /// (a running one failed, saying why); remote when its owner is alive.
+  task<task_location> locate_task(std::size_t shard, std::string id);
+  /// Tasks are shared (the server uses the default store, which the cluster wraps).
+  [[nodiscard]] bool shares_tasks() const noexcept { return tasks_ != nullptr; }
+
   /// The keys of session `id`'s streams.
   [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;
 
@@ -212,6 +226,9 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// Carries this server's change notifications (list_changed, resources/updated) to the
   /// other instances, whose clients are told as this instance's are.
   std::shared_ptr<droid::detail::change_listener> fanout_;
+  /// The server's task store, written through to Redis (null: the application's own
+  /// store, which is not shared).
+  std::shared_ptr<redis::shared_task_store> tasks_;
 };
 
 }  // namespace droid::http::detail

@@ -150,6 +150,10 @@ class streamable_endpoint {
   /// A GET for a stream of a session owned by `owner` (nothing: as `forward_post`).
   task<std::optional<bool>> forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number,
                                         std::uint64_t after, bool resume, const caller& who);
+  /// A 2026-07-28 request about a task instance `owner` runs: forwarded there, its answer
+  /// written here (nothing: as `forward_post`). `version` is its MCP-Protocol-Version.
+  task<std::optional<bool>> forward_sessionless(connection& c, const ir::message& msg, std::string version,
+                                                std::string owner, const caller& who);
   /// Where a session named by a request is.
   struct found_session {
     std::shared_ptr<session_entry> entry;  ///< here (in the table, maybe just taken over)

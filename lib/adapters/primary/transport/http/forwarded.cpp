@@ -19,12 +19,15 @@
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 
+#include <droid/application/server/modern_request.hpp>
+#include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/domain/ir/codec.hpp>
 
 #include "cluster.hpp"
 #include "connection.hpp"
+#include "responses.hpp"
 
 namespace droid::http::detail {
 
@@ -116,6 +119,45 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
   co_return keep;
 }
 
+task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c, const ir::message& msg,
+                                                                   std::string version, std::string owner,
+                                                                   const caller& who) {
+  cluster& peers = *st_.peers;
+  const std::size_t shard = c.home().index;
+  // Task polls are answered with one JSON document (see is_task_poll in streamable.cpp).
+  const bool json_mode = msg.method() != "tasks/result" || st_.opts.reply == streaming::json;
+  auto sink = c.make_sink();
+  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json());
+  const std::string address = who.origin ? who.origin->remote_address : std::string();
+  std::string payload = encode_fields({"sreq", peers.instance(), std::to_string(tag), json_mode ? "1" : "0",
+                                       who.principal, address, version, msg.text()});
+  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (told != cluster::delivery::delivered) {
+    peers.close_forward(shard, tag);
+    if (told == cluster::delivery::nobody) {
+      peers.presume_dead(owner);
+      co_return std::nullopt;
+    }
+    co_return co_await c.reply_rpc_error(
+        503, ir::errc::internal_error,
+        "Service Unavailable: the server instance that runs this task cannot be reached; try again shortly", false,
+        "Retry-After: 1\r\n");
+  }
+  co_await sink->wait_settled();
+  bool keep;
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (json_mode) {
+    keep = co_await c.serve_json(sink, {});
+  } else {
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, false);
+    c.stop_watching();
+  }
+  peers.close_forward(shard, tag);
+  co_return keep;
+}
+
 task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner,
                                                            std::uint64_t number, std::uint64_t after, bool resume,
                                                            const caller& who) {
@@ -183,6 +225,46 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
             --entry->active;
             entry->last_used = now_ns();
           });
+    return;
+  }
+  if (kind == "sreq" && f.size() == 8) {
+    // from, tag, json, principal, address, version, message: a 2026 request about a task
+    // of this instance's, served by shard 0's sessionless runner as if it came here.
+    auto decoded = ir::decode(std::string(f[7]));
+    auto* msg = std::get_if<ir::message>(&decoded);
+    if (!msg) return refuse(f[1], f[2], 400, "Bad Request: the forwarded message did not decode");
+    sessionless_shard& home = *st_.sessionless.front();
+    auto sink = std::make_shared<response_sink>(home.runner->executor(), st_.opts.max_queued_bytes);
+    auto stream = std::make_shared<logical_stream>(0, nullptr, logical_stream::finish_hook{},
+                                                   "a forwarded task request cannot ask the client a question");
+    stream->attach(sink);
+    std::optional<request_refusal> refused;
+    const std::string version(f[6]);
+    const auto serve = [&](const ir::json_node* params) {
+      peer_info peer;
+      refused = admit_modern(st_.srv, msg->method(), params, version, peer);
+      if (refused) return;
+      peer.principal = std::string(f[4]);
+      auto origin = std::make_shared<request_origin>();
+      origin->remote_address = std::string(f[5]);
+      peer.origin = std::move(origin);
+      home.runner->serve_parsed(ir::request_id(home.mint_key()), msg->method(), msg->id(), params, stream, true,
+                                std::move(peer), msg->text().size());
+    };
+    if (const ir::raw_json params = msg->params(); params.kind == ir::json_kind::object) {
+      (void)ir::visit_json(params.text, [&](const ir::json_node& p) { serve(&p); });
+    } else {
+      serve(nullptr);
+    }
+    if (refused) {
+      sink->push(sse_event{std::string(), rpc_error_body(msg->id(), refused->code, refused->message, refused->data)});
+      sink->finish();
+    }
+    asio::post(home.runner->executor(), [sink] { sink->accept(); });
+    std::string key = std::string(f[1]) + "/" + std::string(f[2]);
+    peers.add_relay(key, sink, home.runner->executor());
+    spawn(home.runner->executor(), relay(st_.peers, 0, sink, std::string(f[1]), std::string(f[2])),
+          [peers = st_.peers, key = std::move(key)](std::exception_ptr) { peers->remove_relay(key); });
     return;
   }
   if (kind == "msg" && f.size() == 4) {

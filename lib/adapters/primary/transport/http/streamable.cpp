@@ -33,6 +33,11 @@ bool is_task_poll(std::string_view method) noexcept {
   return method == "tasks/get" || method == "tasks/list" || method == "tasks/cancel";
 }
 
+/// The task methods that name one task (tasks/list pages through this instance's own).
+bool is_task_poll_or_update(std::string_view method) noexcept {
+  return method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update" || method == "tasks/result";
+}
+
 bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
@@ -293,6 +298,24 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     co_return co_await c.reply(400, "application/json",
                              rpc_error_body(msg.id(), ir::errc::header_mismatch,
                                             "Header mismatch: the MCP-Protocol-Version header is required"));
+  // A request about a task another instance runs goes there (its frame is there); one
+  // whose instance died is answered here, from what Redis kept of it.
+  if (st_.peers && st_.peers->shares_tasks() && is_task_poll_or_update(msg.method())) {
+    if (std::optional<std::string> task_id = ir::string_member(msg.params(), "taskId")) {
+      for (int look = 0; look < 2; ++look) {
+        const cluster::task_location where = co_await st_.peers->locate_task(c.home().index, *task_id);
+        if (where.is == cluster::task_location::where::unavailable) {
+          const std::string why = "Service Unavailable: the task store (Redis) cannot be reached (" +
+                                  st_.peers->redis_on(c.home().index)->last_failure() + "); try again shortly";
+          co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
+        }
+        if (where.is == cluster::task_location::where::here) break;
+        if (auto forwarded = co_await forward_sessionless(c, msg, std::string(*version), where.owner, who))
+          co_return *forwarded;
+        // Nobody heard it: its owner is presumed dead, and the next look takes it over.
+      }
+    }
+  }
   // One read of the params for both checks (and the tool they name) and for the handler
   // that serves the request, not one each.
   std::optional<std::string> mismatch;

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `droid::redis::shared_task_store`: the in-memory task store with every change written
+/// behind to Redis, so that another instance can answer for a task whose instance died.
+///
+/// Secondary adapter, private. Reads stay in memory: a task is served by the instance
+/// that runs it (requests about it reaching another instance are forwarded there, see
+/// the HTTP transport's cluster). What Redis holds, under `P t:ID` (a hash: the owning
+/// instance and the record as JSON, expiring with the task), is for the instance that
+/// answers once the owner is gone: a finished task's result survives it, and a task
+/// that was still running is reported failed, saying why.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <droid/application/server/task_store.hpp>
+
+namespace droid::redis {
+
+/// A record as the JSON text Redis keeps, and back.
+[[nodiscard]] std::string task_record_json(const task_record& r);
+[[nodiscard]] std::optional<task_record> parse_task_record(std::string_view json);
+
+/// The memory store, written through. Affinity: any thread (as every task store);
+/// `write` carries each command to a Redis client on the calling thread's shard.
+class shared_task_store final : public task_store {
+ public:
+  /// `write(command)`: sends one Redis command, not waiting for it.
+  shared_task_store(std::shared_ptr<memory_task_store> local, std::string instance, std::string prefix,
+                    std::function<void(std::vector<std::string>)> write)
+      : local_(std::move(local)), instance_(std::move(instance)), prefix_(std::move(prefix)), write_(std::move(write)) {}
+
+  std::optional<std::string> create(task_record record) override;
+  std::optional<task_record> get(std::string_view id, std::string_view owner) override { return local_->get(id, owner); }
+  std::optional<task_page> list(std::string_view owner, std::string_view after, std::size_t limit) override {
+    return local_->list(owner, after, limit);
+  }
+  bool ask(std::string_view id, std::string key, std::string request_json) override;
+  std::vector<std::string> answered(std::string_view id, const std::vector<std::string>& keys) override;
+  void set_message(std::string_view id, std::string message) override;
+  bool finish(std::string_view id, task_status status, std::string result, std::string error,
+              std::string message) override;
+  void remove(std::string_view id) override;
+
+  /// Task `id` is held here (whoever owns it).
+  [[nodiscard]] bool holds(std::string_view id) { return local_->peek(id).has_value(); }
+  /// Takes in a record another instance wrote (its owner being gone): one still running
+  /// is failed, with `why` as its message; then it is served from here.
+  void adopt(task_record record, const std::string& why);
+
+ private:
+  void publish(std::string_view id);
+  std::shared_ptr<memory_task_store> local_;
+  std::string instance_;
+  std::string prefix_;
+  std::function<void(std::vector<std::string>)> write_;
+};
+
+}  // namespace droid::redis
