@@ -360,12 +360,80 @@ async function startNginx(workers, wrapper = [], { tls = false } = {}) {
   return { child, url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/mcp` };
 }
 
+/// A group of processes started by one shell, whose direct children they all are, so that
+/// `cpuMicros(shell)` counts them all: Redis included, since what Redis spends per request
+/// is part of what the server costs. `script` is run by bash; it must print the URL to
+/// benchmark on its first stdout line, and its children die with it (SIGTERM).
+function startGroup(name, script) {
+  const wrapped = `trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM INT\n${script}\nwait\n`;
+  return startPrintingUrl('bash', ['-c', wrapped], name);
+}
+
+/// redis-server on `port` for the rows that share state through it (nothing persisted),
+/// as a line of a group's script; the next line runs once it answers.
+const redisLines = (port) => [
+  `redis-server --port ${port} --bind 127.0.0.1 --save '' --appendonly no --logfile '' >/dev/null &`,
+  `until redis-cli -p ${port} ping >/dev/null 2>&1; do sleep 0.05; done`,
+];
+
+/// One everything-server instance with --redis: SSE answers whose events are written
+/// behind to Redis Streams (docs/scale-out.md), beside droid-sse which keeps them in memory.
+async function startRedisInstance() {
+  const redisPort = await freePort();
+  const port = await freePort();
+  return startGroup('droid-sse-redis', [
+    ...redisLines(redisPort),
+    `'${everythingServer}' --http 127.0.0.1:${port} --redis redis://127.0.0.1:${redisPort} --instance-id bench >/dev/null &`,
+    `until (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null; do sleep 0.05; done`,
+    `echo http://127.0.0.1:${port}/mcp`,
+  ].join('\n'));
+}
+
+/// Two instances behind nginx (round robin, docs/scale-out.md's configuration), sharing
+/// the one session wrk uses: half its requests reach the instance that does not own it
+/// and are forwarded through Redis.
+async function startTwoInstances() {
+  const redisPort = await freePort();
+  const ports = [await freePort(), await freePort()];
+  const proxyPort = await freePort();
+  const dir = path.join(outDir, 'droid-cluster-2');
+  fs.mkdirSync(dir, { recursive: true });
+  for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, t), { recursive: true });
+  const page = fs.readFileSync(path.join(root, 'docs', 'scale-out.md'), 'utf8');
+  const lines = page.split('\n');
+  const at = lines.findIndex((l) => l.trim() === '`nginx-cluster.conf`:');
+  const open = lines.findIndex((l, i) => i > at && l.startsWith('```'));
+  const close = lines.findIndex((l, i) => i > open && l.startsWith('```'));
+  const site = lines.slice(open + 1, close).join('\n')
+    .replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${proxyPort};`)
+    .replace(/( *server 127\.0\.0\.1:808[1-9];\n)+/, ports.map((p) => `    server 127.0.0.1:${p};\n`).join(''));
+  const user = os.userInfo();
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), [
+    'daemon off;', 'master_process off;', ...(user.uid === 0 ? ['user root;'] : []),
+    `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, 'events { worker_connections 4096; }', 'http {',
+    '  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
+    '  keepalive_requests 100000000;', site, '}', ''].join('\n'));
+  return startGroup('droid-cluster-2', [
+    ...redisLines(redisPort),
+    ...ports.map((p, i) => `'${everythingServer}' --http 127.0.0.1:${p} --redis redis://127.0.0.1:${redisPort} --instance-id b${i + 1} --threads 1 >/dev/null &`),
+    ...ports.map((p) => `until (echo > /dev/tcp/127.0.0.1/${p}) 2>/dev/null; do sleep 0.05; done`),
+    `nginx -c ${dir}/nginx.conf -p ${dir} -e ${dir}/error.log &`,
+    `until (echo > /dev/tcp/127.0.0.1/${proxyPort}) 2>/dev/null; do sleep 0.05; done`,
+    `echo http://127.0.0.1:${proxyPort}/mcp`,
+  ].join('\n'));
+}
+
 const httpServers = [
   { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json') },
   // The droid-json server over HTTPS, driven by the same script: against droid-json, what
   // TLS costs protocol_droid; against the nginx TLS rows, the floor with the same TLS.
   { name: 'droid-json-tls', label: 'protocol_droid JSON over TLS', stateful: true, tls: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--tls-cert', tlsCert, '--tls-key', tlsKey], 'droid-json-tls') },
   { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
+  // docs/scale-out.md's rows: against droid-sse, what Redis costs a request (CPU of Redis
+  // included), and what two instances behind nginx cost when half the requests reach the
+  // instance that does not own the session.
+  { name: 'droid-sse-redis', label: 'protocol_droid SSE, events written behind to Redis', stateful: true, start: startRedisInstance },
+  { name: 'droid-cluster-2', label: 'protocol_droid SSE, 2 instances behind nginx (1 thread each)', stateful: true, start: startTwoInstances },
   { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--stateless', '--json-response'], 'droid-stateless') },
   // 2026-07-28 requests are stateless by nature: the same server as droid-json, no flag.
   { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-2026') },
@@ -896,7 +964,12 @@ async function callgrindSection() {
   const servers = [
     { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, args: ['--http', '127.0.0.1:0'] },
-    { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
+    // docs/scale-out.md's rows: against droid-sse, what Redis costs a request (CPU of Redis
+  // included), and what two instances behind nginx cost when half the requests reach the
+  // instance that does not own the session.
+  { name: 'droid-sse-redis', label: 'protocol_droid SSE, events written behind to Redis', stateful: true, start: startRedisInstance },
+  { name: 'droid-cluster-2', label: 'protocol_droid SSE, 2 instances behind nginx (1 thread each)', stateful: true, start: startTwoInstances },
+  { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
     { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'nginx', label: 'nginx (one process)', nginx: true },
   ];
