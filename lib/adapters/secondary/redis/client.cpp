@@ -250,8 +250,22 @@ bool client::enqueue(const std::string_view* args, std::size_t count, awaiter* w
   const auto start = state_ == state::connecting ? std::max(now, connect_deadline_) : now;
   pending_.push_back(pending{waiter, start + options_.command_timeout});
   arm_watchdog();
-  start_write();
+  schedule_write();
   return true;
+}
+
+void client::schedule_write() {
+  if (write_scheduled_ || write_in_progress_ || !socket_ready_) return;
+  // Written at the end of this turn of the loop, not now: the commands a request issues
+  // together (an event's XADD and PEXPIRE, a forward's PUBLISH behind a lookup) then go
+  // out in one write instead of one system call each (measured with perf on bench row
+  // droid-cluster-2: the forwarding path was mostly send() and recv()).
+  write_scheduled_ = true;
+  asio::post(executor_, [self = shared_from_this(), gen = generation_] {
+    if (gen != self->generation_) return;
+    self->write_scheduled_ = false;
+    self->start_write();
+  });
 }
 
 void client::start_connect() {
@@ -444,6 +458,7 @@ void client::fail(std::error_code why, std::string failure) {
   first_attempt_ = false;
   socket_ready_ = false;
   watchdog_armed_ = false;
+  write_scheduled_ = false;
   last_failure_ = std::move(failure);
   std::error_code ignored;
   socket_.close(ignored);

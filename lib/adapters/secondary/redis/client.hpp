@@ -201,6 +201,8 @@ class client : public std::enable_shared_from_this<client> {
   void start_read();
   void on_read(std::size_t n);
   void start_write();
+  /// Starts a write of what is queued once the current handler is done.
+  void schedule_write();
   /// Marks the connection broken: fails everything pending with `why`, closes the socket
   /// and schedules a reconnection (unless closed).
   void fail(std::error_code why, std::string failure);
@@ -224,6 +226,7 @@ class client : public std::enable_shared_from_this<client> {
   /// The socket is connected and may be written.
   bool socket_ready_ = false;
   bool watchdog_armed_ = false;
+  bool write_scheduled_ = false;
   /// Bumped per connection: a completion from an earlier socket finds a newer generation
   /// and does nothing.
   std::uint64_t generation_ = 0;

@@ -84,6 +84,10 @@ class change_fanout final : public droid::detail::change_listener {
 // ---- fields ------------------------------------------------------------------------------
 
 std::string encode_fields(std::initializer_list<std::string_view> fields) {
+  return encode_fields(std::vector<std::string_view>(fields));
+}
+
+std::string encode_fields(const std::vector<std::string_view>& fields) {
   std::size_t size = 0;
   for (const std::string_view f : fields) size += f.size() + 8;
   std::string out;
@@ -512,8 +516,10 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     return;
   }
   // Replies to forwards of ours: to the sink, from any shard (its calls dispatch home).
-  if (kind == "acc" || kind == "rej" || kind == "ev" || kind == "end") {
-    if (f.size() < 2) return;
+  // "evs": tag, accepted?, ended?, then (id, data) per event; "rej": tag, status, why.
+  if (kind == "evs" || kind == "rej") {
+    if (f.size() < 4 || (kind == "evs" && f.size() % 2 != 0)) return;
+    const bool ended = kind == "rej" || f[3] == "1";
     std::shared_ptr<response_sink> sink;
     {
       std::lock_guard lock(mutex_);
@@ -521,13 +527,16 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
       if (it == forwards_.end()) return;
       sink = it->second.sink.lock();
       it->second.settled = true;
-      if (!sink || kind == "end" || kind == "rej") forwards_.erase(it);
+      if (!sink || ended) forwards_.erase(it);
     }
     if (!sink) return;
-    if (kind == "acc") sink->accept();
-    if (kind == "rej" && f.size() == 4) sink->reject(static_cast<int>(to_u64(f[2])), std::string(f[3]));
-    if (kind == "ev" && f.size() == 4) sink->push(sse_event{std::string(f[2]), std::string(f[3])});
-    if (kind == "end") sink->finish();
+    if (kind == "rej") {
+      sink->reject(static_cast<int>(to_u64(f[2])), std::string(f[3]));
+      return;
+    }
+    if (f[2] == "1") sink->accept();
+    for (std::size_t i = 4; i + 1 < f.size(); i += 2) sink->push(sse_event{std::string(f[i]), std::string(f[i + 1])});
+    if (ended) sink->finish();
     return;
   }
   if (on_request) on_request(std::move(f));

@@ -18,8 +18,8 @@
 /// A request for a session that is not here goes one of three ways:
 ///
 ///     record's owner alive   ->  forwarded: "req" to the owner's inbox; the owner serves
-///                                it through a relay sink that publishes each event back
-///                                ("ev", "end") to this instance, which writes them to
+///                                it through a relay sink that publishes its events back
+///                                ("evs") to this instance, which writes them to
 ///                                the client as if the session were here
 ///     owner dead (or absent) ->  taken over: the record's owner is swapped to this
 ///                                instance (compare-and-set), the session is restored
@@ -67,6 +67,7 @@ struct endpoint_state;
 /// a field is often a whole JSON-RPC message, which would be escaped into a string and
 /// parsed twice; here it is copied as it is.
 [[nodiscard]] std::string encode_fields(std::initializer_list<std::string_view> fields);
+[[nodiscard]] std::string encode_fields(const std::vector<std::string_view>& fields);
 /// Splits `text` into its fields (views into it); false for anything `encode_fields`
 /// did not make.
 [[nodiscard]] bool decode_fields(std::string_view text, std::vector<std::string_view>& out);
