@@ -150,6 +150,13 @@ class streamable_endpoint {
   /// A GET for a stream of a session owned by `owner` (nothing: as `forward_post`).
   task<std::optional<bool>> forward_get(connection& c, std::string sid, std::string owner, std::uint64_t number,
                                         std::uint64_t after, bool resume, const caller& who);
+  /// How a forwarded request's answer is written: one JSON document, an event stream that
+  /// ends with the request, or a GET's stream that stays open (keep-alives).
+  enum class forwarded_answer : std::uint8_t { json, events, standing_stream };
+  /// Publishes `payload` on `owner`'s inbox and writes what comes back to `sink` (whose
+  /// replies carry `tag`) as `as` says. Nothing when nobody heard it (see `forward_post`).
+  task<std::optional<bool>> forward(connection& c, std::shared_ptr<response_sink> sink, std::uint64_t tag,
+                                    std::string owner, std::string payload, forwarded_answer as);
   /// A 2026-07-28 request about a task instance `owner` runs: forwarded there, its answer
   /// written here (nothing: as `forward_post`). `version` is its MCP-Protocol-Version.
   task<std::optional<bool>> forward_sessionless(connection& c, const ir::message& msg, std::string version,

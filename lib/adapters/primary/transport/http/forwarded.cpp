@@ -77,25 +77,58 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
 
 }  // namespace
 
+task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::shared_ptr<response_sink> sink,
+                                                       std::uint64_t tag, std::string owner, std::string payload,
+                                                       forwarded_answer as) {
+  cluster& peers = *st_.peers;
+  const std::size_t shard = c.home().index;
+  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+  if (told != cluster::delivery::delivered) {
+    peers.close_forward(shard, tag);
+    if (told == cluster::delivery::nobody) {
+      peers.presume_dead(owner);
+      co_return std::nullopt;
+    }
+    co_return co_await c.reply_rpc_error(
+        503, ir::errc::internal_error,
+        "Service Unavailable: the server instance that owns this session or task cannot be reached; try again "
+        "shortly",
+        false, "Retry-After: 1\r\n");
+  }
+  co_await sink->wait_settled();
+  bool keep = false;
+  if (sink->rejected_status() != 0) {
+    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
+  } else if (as == forwarded_answer::json) {
+    keep = co_await c.serve_json(sink, {});
+  } else if (!sink->dead()) {
+    c.watch_for_close(sink);
+    keep = co_await c.serve_events(sink, {}, as == forwarded_answer::standing_stream);
+    c.stop_watching();
+  }
+  peers.close_forward(shard, tag);
+  co_return keep;
+}
+
 task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const ir::message& msg, std::string sid,
                                                             std::string owner, const caller& who) {
   cluster& peers = *st_.peers;
-  const std::size_t shard = c.home().index;
-  const std::string unreachable =
-      "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly";
   if (!msg.is_request()) {
     // A notification or an answer: handed over, then 202, as for a session of this
     // instance's (an answer resumes the frame waiting for it there).
     // Payloads are named before the co_await: g++ 12 cannot keep a braced list's array
     // alive across one in the same full expression.
     std::string payload = encode_fields({"msg", sid, who.principal, msg.text()});
-    const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+    const cluster::delivery told = co_await peers.send_to(c.home().index, owner, std::move(payload));
     if (told == cluster::delivery::nobody) {
       peers.presume_dead(owner);
       co_return std::nullopt;
     }
     if (told == cluster::delivery::unavailable)
-      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
+      co_return co_await c.reply_rpc_error(
+          503, ir::errc::internal_error,
+          "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly",
+          false, "Retry-After: 1\r\n");
     co_return co_await c.reply(202, {}, {});
   }
   const bool json_mode = st_.opts.reply == streaming::json || msg.method() == "tasks/get" ||
@@ -105,35 +138,14 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
   const std::string address = who.origin ? who.origin->remote_address : std::string();
   std::string payload = encode_fields(
       {"req", sid, peers.instance(), std::to_string(tag), json_mode ? "1" : "0", who.principal, address, msg.text()});
-  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
-  if (told != cluster::delivery::delivered) {
-    peers.close_forward(shard, tag);
-    if (told == cluster::delivery::nobody) {
-      peers.presume_dead(owner);
-      co_return std::nullopt;
-    }
-    co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, unreachable, false, "Retry-After: 1\r\n");
-  }
-  bool keep;
-  co_await sink->wait_settled();
-  if (sink->rejected_status() != 0) {
-    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
-  } else if (json_mode) {
-    keep = co_await c.serve_json(sink, {});
-  } else {
-    c.watch_for_close(sink);
-    keep = co_await c.serve_events(sink, {}, false);
-    c.stop_watching();
-  }
-  peers.close_forward(shard, tag);
-  co_return keep;
+  co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
+                             json_mode ? forwarded_answer::json : forwarded_answer::events);
 }
 
 task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c, const ir::message& msg,
                                                                    std::string version, std::string owner,
                                                                    const caller& who) {
   cluster& peers = *st_.peers;
-  const std::size_t shard = c.home().index;
   // Task polls are answered with one JSON document (see is_task_poll in streamable.cpp).
   const bool json_mode = msg.method() != "tasks/result" || st_.opts.reply == streaming::json;
   auto sink = c.make_sink();
@@ -141,65 +153,20 @@ task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c
   const std::string address = who.origin ? who.origin->remote_address : std::string();
   std::string payload = encode_fields({"sreq", peers.instance(), std::to_string(tag), json_mode ? "1" : "0",
                                        who.principal, address, version, msg.text()});
-  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
-  if (told != cluster::delivery::delivered) {
-    peers.close_forward(shard, tag);
-    if (told == cluster::delivery::nobody) {
-      peers.presume_dead(owner);
-      co_return std::nullopt;
-    }
-    co_return co_await c.reply_rpc_error(
-        503, ir::errc::internal_error,
-        "Service Unavailable: the server instance that runs this task cannot be reached; try again shortly", false,
-        "Retry-After: 1\r\n");
-  }
-  co_await sink->wait_settled();
-  bool keep;
-  if (sink->rejected_status() != 0) {
-    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
-  } else if (json_mode) {
-    keep = co_await c.serve_json(sink, {});
-  } else {
-    c.watch_for_close(sink);
-    keep = co_await c.serve_events(sink, {}, false);
-    c.stop_watching();
-  }
-  peers.close_forward(shard, tag);
-  co_return keep;
+  co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
+                             json_mode ? forwarded_answer::json : forwarded_answer::events);
 }
 
 task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner,
                                                            std::uint64_t number, std::uint64_t after, bool resume,
                                                            const caller& who) {
   cluster& peers = *st_.peers;
-  const std::size_t shard = c.home().index;
   auto sink = c.make_sink();
   const std::uint64_t tag = peers.open_forward(sink, owner, {});
   std::string payload = encode_fields({"get", sid, peers.instance(), std::to_string(tag), std::to_string(number),
                                        std::to_string(after), resume ? "1" : "0", who.principal});
-  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
-  if (told != cluster::delivery::delivered) {
-    peers.close_forward(shard, tag);
-    if (told == cluster::delivery::nobody) {
-      peers.presume_dead(owner);
-      co_return std::nullopt;
-    }
-    co_return co_await c.reply_rpc_error(
-        503, ir::errc::internal_error,
-        "Service Unavailable: the server instance that owns this session cannot be reached; try again shortly", false,
-        "Retry-After: 1\r\n");
-  }
-  co_await sink->wait_settled();
-  bool keep = false;
-  if (sink->rejected_status() != 0) {
-    keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
-  } else if (!sink->dead()) {
-    c.watch_for_close(sink);
-    keep = co_await c.serve_events(sink, {}, true);
-    c.stop_watching();
-  }
-  peers.close_forward(shard, tag);
-  co_return keep;
+  co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
+                             forwarded_answer::standing_stream);
 }
 
 void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {

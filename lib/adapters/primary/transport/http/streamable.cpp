@@ -42,6 +42,15 @@ bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
 
+/// The 503 for a session that another instance took over while this one looked (it is
+/// there on the client's next try).
+task<bool> refuse_moving(connection& c) {
+  co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                       "Service Unavailable: the session is moving between server instances; try "
+                                       "again shortly",
+                                       false, "Retry-After: 1\r\n");
+}
+
 }  // namespace
 
 task<bool> reply_rejection(connection& c, const ir::rejection& why) {
@@ -194,10 +203,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
       found = co_await find_session(c, std::string(*sid), who);
       if (found.answered) co_return *found.answered;
       if (!found.owner.empty())
-        co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                             "Service Unavailable: the session is moving between server instances; "
-                                             "try again shortly",
-                                             false, "Retry-After: 1\r\n");
+        co_return co_await refuse_moving(c);
     }
     entry = std::move(found.entry);
     if (st_.peers) st_.peers->touch(*entry);
@@ -488,10 +494,7 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
     found = co_await find_session(c, std::string(*sid), who);  // presumed dead: take it over
     if (found.answered) co_return *found.answered;
     if (!found.owner.empty())
-      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                           "Service Unavailable: the session is moving between server instances; "
-                                           "try again shortly",
-                                           false, "Retry-After: 1\r\n");
+      co_return co_await refuse_moving(c);
   }
   std::shared_ptr<session_entry> entry = std::move(found.entry);
   if (st_.peers) st_.peers->touch(*entry);
