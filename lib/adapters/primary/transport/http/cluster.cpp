@@ -326,7 +326,6 @@ void cluster::touch(session_entry& e) {
   // client, and at most one of several racing requests writes it.
   std::int64_t last = e.record_touched.load();
   if (now - last < period || !e.record_touched.compare_exchange_strong(last, now)) return;
-  (void)e;
   asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard] {
     (void)self->clients_[shard]->send({"PEXPIRE", self->opts_.key_prefix + "s:" + id,
                                        std::to_string(self->st_.opts.session_idle_timeout.count())});

@@ -190,6 +190,8 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     auto* msg = std::get_if<ir::message>(&decoded);
     if (!msg) return refuse(f[2], f[3], 400, "Bad Request: the forwarded message did not decode");
     entry->last_used = now_ns();
+    // Used through another instance: its record must live as long as it is used.
+    peers.touch(*entry);
     auto origin = std::make_shared<request_origin>();
     origin->remote_address = std::string(f[6]);
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
@@ -251,6 +253,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     auto* msg = std::get_if<ir::message>(&decoded);
     if (!msg) return;
     entry->last_used = now_ns();
+    peers.touch(*entry);
     asio::dispatch(entry->executor, [s = entry->s, m = std::move(*msg)]() mutable { s->receive(std::move(m)); });
     return;
   }
@@ -259,6 +262,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     auto entry = local(f[1], f[7]);
     if (!entry) return refuse(f[2], f[3], 404, "Not Found: unknown or ended session");
     const std::uint64_t number = to_u64(f[4]);
+    peers.touch(*entry);
     if (number == 0 && entry->has_standalone.exchange(true))
       return refuse(f[2], f[3], 409, "Conflict: this session already has a standalone stream open");
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
