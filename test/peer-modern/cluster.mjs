@@ -13,7 +13,7 @@
 // land elsewhere, and service going on when an instance is killed. Needs Node >= 20; exit
 // 77 (skipped) without the client, nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
-import { check, exitWithSummary, show, startWatchdog, step, textOf, missingPrerequisite, tapWire } from '../peer/harness.mjs';
+import { check, exitWithSummary, show, sleep, sseMessages, startWatchdog, step, textOf, missingPrerequisite, tapWire } from '../peer/harness.mjs';
 import { Cluster, clusterPrerequisites } from '../peer/cluster_harness.mjs';
 
 const MODERN = '2026-07-28';
@@ -100,8 +100,58 @@ await step('form elicitation over rounds across instances', async () => {
   check(textOf(r) === 'booked a table on the terrace for 4, name Ada (birthday)', `book_table answered ${show(r)}`);
 });
 
+// The client has no API for the tasks extension: its requests are written as the
+// extension specifies and sent through the balancer with fetch.
+const taskCapabilities = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } };
+let rpcId = 1000;
+async function rpc(method, name, params) {
+  const body = { jsonrpc: '2.0', id: ++rpcId, method, params: { ...params, _meta: {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': taskCapabilities,
+    'io.modelcontextprotocol/clientInfo': { name: 'droid-cluster-modern-tasks', version: '2.0.0' } } } };
+  const r = await fetch(cluster.url, { method: 'POST', body: JSON.stringify(body), headers: {
+    'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': MODERN, 'mcp-method': method, 'mcp-name': name } });
+  const text = await r.text();
+  check(r.status === 200, `${method} answered ${r.status}: ${text}`);
+  const message = (r.headers.get('content-type') ?? '').startsWith('text/event-stream') ? sseMessages(text).at(-1) : JSON.parse(text);
+  check(message?.result !== undefined, `${method} answered ${text}`);
+  return message.result;
+}
+/// Polls tasks/get through the balancer (each poll reaching the next instance) until the
+/// task is `want` (a guard of 20 s: the task moves on its own instance, unannounced).
+async function until(taskId, want) {
+  let task;
+  for (let i = 0; i < 400; ++i) {
+    task = await rpc('tasks/get', taskId, { taskId });
+    if (task.status === want) return task;
+    await sleep(50);
+  }
+  return task;
+}
+
+await step('a task polled through every instance; its instance killed, it is reported failed', async () => {
+  let created = await rpc('tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 0.3, label: 'a' } });
+  check(created.resultType === 'task', `tools/call answered ${show(created)}`);
+  let task = await until(created.taskId, 'completed');
+  check(task.status === 'completed', `the task is ${show(task)}`);
+  check(textOf(task.result).startsWith('computed a in 0.3'), `its result is ${show(task.result)}`);
+
+  created = await rpc('tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'long' } });
+  check(created.resultType === 'task', `tools/call answered ${show(created)}`);
+  const owner = cluster.redisCall('HGET', `droid:t:${created.taskId}`, 'owner');
+  const victim = cluster.instances.find((i) => i.name === owner);
+  check(victim !== undefined, `the task's record names ${show(owner)}`);
+  check((await rpc('tasks/get', created.taskId, { taskId: created.taskId })).status === 'working', 'the task is working');
+  victim.child.kill('SIGKILL');
+  check(await victim.waitForExit(5000), 'the instance did not die');
+  task = await until(created.taskId, 'failed');
+  check(task.status === 'failed', `the task is ${show(task)}`);
+  check(/stopped before it finished/.test(task.statusMessage ?? ''), `its message is ${show(task.statusMessage)}`);
+});
+
 await step('an instance is killed (SIGKILL): requests go on through the others', async () => {
-  const victim = cluster.instances[1];
+  const victim = cluster.instances.find((i) => i.exit === null);
   victim.child.kill('SIGKILL');
   check(await victim.waitForExit(5000), 'the instance did not die');
   for (let i = 0; i < 10; ++i) {

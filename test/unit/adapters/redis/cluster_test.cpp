@@ -48,7 +48,8 @@ struct instance {
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
 
-  instance(const std::string& redis_url, const std::string& name) {
+  instance(const std::string& redis_url, const std::string& name,
+           std::chrono::milliseconds idle = std::chrono::minutes(5)) {
     srv.tool("echo", "Echoes", [](droid::tool_context& ctx, text_args a) -> droid::task<droid::tool_result> {
       co_await ctx.progress(1, 1, "echoing");
       co_return droid::tool_result::text(a.text);
@@ -79,6 +80,7 @@ struct instance {
     });
     droid::http::options o;
     o.threads = 2;
+    o.session_idle_timeout = idle;
     o.cluster.redis_url = redis_url;
     o.cluster.instance_id = name;
     o.cluster.heartbeat = std::chrono::milliseconds(100);
@@ -401,5 +403,28 @@ TEST_SUITE("adapters/redis") {
     CHECK(status_at(b.port(), task) == "completed");
     const auto kept = modern(b.port(), 6, "tasks/get", task, R"("taskId":")" + task + '"');
     CHECK(kept.at("result").at("result").at("content").at(0).at("text") == "Hello Ada");
+  }
+
+  TEST_CASE("a session used only through another instance stays alive past its idle timeout") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    // Wall-clock time is what this checks: the record's time to live (the idle timeout,
+    // 600 ms here) must be refreshed by the owner while others forward to it.
+    const auto idle = std::chrono::milliseconds(600);
+    instance a(redis.url(), "a", idle), b(redis.url(), "b", idle);
+    raw_connection ca(a.port());
+    const std::string sid = initialize(ca);
+    const auto until = std::chrono::steady_clock::now() + 3 * idle;
+    int calls = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      raw_connection cb(b.port());
+      cb.send(mcp_post(call(100 + calls, "echo", R"({"text":"still"})"), session_header(sid)));
+      auto r = cb.read_response();
+      REQUIRE(r);
+      REQUIRE_MESSAGE(r->status == 200, "call " << calls << " after " << calls * 50 << " ms: " << r->status);
+      ++calls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(a.listener->sessions() == 1);
   }
 }
