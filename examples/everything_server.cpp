@@ -45,6 +45,11 @@ struct echo_args {
 };
 BOOST_DESCRIBE_STRUCT(echo_args, (), (text))
 
+struct update_args {
+  std::string uri;
+};
+BOOST_DESCRIBE_STRUCT(update_args, (), (uri))
+
 struct add_args {
   double a = 0;
   double b = 0;
@@ -159,6 +164,14 @@ void register_tools(droid::server& server) {
   server.tool("echo", "Returns its text argument unchanged",
               [](droid::tool_context&, echo_args args) -> droid::task<droid::tool_result> {
                 co_return droid::tool_result::text(args.text);
+              });
+
+  // What a server does when one of its resources changes: every session subscribed to it
+  // is told (with --redis, on every instance; docs/scale-out.md).
+  server.tool("update_resource", "Tells the clients subscribed to resource `uri` that it changed",
+              [&server](droid::tool_context&, update_args args) -> droid::task<droid::tool_result> {
+                server.resource_updated(args.uri);
+                co_return droid::tool_result::text("told the subscribers of " + args.uri);
               });
 
   droid::tool_info add;

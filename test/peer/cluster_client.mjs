@@ -8,13 +8,13 @@
 //
 // Checks: one session served by every instance (50 tool calls), 10 sampling exchanges
 // whose answers reach whichever instance, a stream the server closes resumed through the
-// balancer, the session's owner killed with SIGKILL (the session goes on elsewhere, a
+// balancer, a resource change raised on another instance reaching the session, the session's owner killed with SIGKILL (the session goes on elsewhere, a
 // call that was running there ends with an error, never silence), DELETE, and that no
 // key is left in Redis without an expiry. Exit 77 (skipped) without the SDK, nginx or
 // redis-server, unless DROID_REQUIRE_PEERS=1.
 
 import { answerExchanges, check, exchangeCapabilities, exitWithSummary, loadSdk, show, sleep, startWatchdog, step,
-  textOf } from './harness.mjs';
+  textOf, within } from './harness.mjs';
 import { Cluster, clusterPrerequisites } from './cluster_harness.mjs';
 
 const serverPath = process.argv[2];
@@ -24,7 +24,8 @@ if (!serverPath || process.argv.length > 3) {
 }
 clusterPrerequisites();
 
-const [{ Client }, { StreamableHTTPClientTransport }, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema }] =
+const [{ Client }, { StreamableHTTPClientTransport }, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema,
+  ResourceUpdatedNotificationSchema }] =
   await loadSdk((specifier) => import(specifier), ['@modelcontextprotocol/sdk/client/index.js',
     '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js']);
 
@@ -76,6 +77,37 @@ await step('a stream the server closes is resumed through the balancer (Last-Eve
     const r = await client.callTool({ name: 'reconnect', arguments: {} });
     check(textOf(r) === 'answered after the stream was resumed', `reconnect answered ${show(r)}`);
   }
+});
+
+await step('a change raised on another instance reaches the session (resources/updated on its GET stream)', async () => {
+  const updates = [];
+  let updated;
+  const arrived = new Promise((resolve) => { updated = resolve; });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    updates.push(n.params.uri);
+    updated();
+  });
+  await client.subscribeResource({ uri: 'test://watched-resource' });
+  // A second client, whose session another instance owns, changes the resource there.
+  const owner = ownerOf(transport.sessionId);
+  let other;
+  let otherTransport;
+  for (let attempt = 0; attempt < 6; ++attempt) {
+    other = new Client({ name: 'cluster-peer-2', version: '1.0.0' });
+    otherTransport = new StreamableHTTPClientTransport(url);
+    await other.connect(otherTransport);
+    if (ownerOf(otherTransport.sessionId) !== owner) break;
+    await otherTransport.terminateSession();
+    await other.close();
+  }
+  const otherOwner = ownerOf(otherTransport.sessionId);
+  check(otherOwner !== owner, `both sessions are owned by ${owner}`);
+  const r = await other.callTool({ name: 'update_resource', arguments: { uri: 'test://watched-resource' } });
+  check(textOf(r) === 'told the subscribers of test://watched-resource', `update_resource answered ${show(r)}`);
+  check(await within(arrived, 10_000), `no notifications/resources/updated arrived (raised on ${otherOwner}, session on ${owner})`);
+  check(updates[0] === 'test://watched-resource', `updated ${show(updates)}`);
+  await otherTransport.terminateSession();
+  await other.close();
 });
 
 await step('the owner is killed (SIGKILL): a call it was running ends with an error, and the session goes on elsewhere', async () => {

@@ -142,7 +142,8 @@ void shared_task_store::adopt(task_record record, const std::string& why) {
   }
   if (local_->create(std::move(record))) return;  // held already, or full
   if (running) {
-    const std::string error = R"({"code":-32603,"message":)" + boost::json::serialize(boost::json::value(why)) + "}";
+    std::string error = R"({"code":-32603,"message":)";
+    error.append(boost::json::serialize(boost::json::value(why))).append("}");
     (void)local_->finish(id, task_status::failed, {}, error, why);
   }
   publish(id);  // the record now names this instance

@@ -27,6 +27,11 @@ using droid::test::raw_connection;
 
 namespace {
 
+/// How long a read may wait for what the server must send: a guard against a hang, never
+/// a wait (ThreadSanitizer and a loaded machine make forwarded answers slow, and 5 s, the
+/// client's default, was seen to be too short under them).
+constexpr int guard_ms = 30'000;
+
 struct text_args {
   std::string text;
 };
@@ -143,7 +148,7 @@ std::string modern_headers(std::string_view method, std::string_view name) {
 /// Sends a 2026 request to `port` and returns its one JSON-RPC answer.
 boost::json::value modern(std::uint16_t port, int id, std::string_view method, std::string_view name,
                           std::string_view members) {
-  raw_connection c(port);
+  raw_connection c(port, guard_ms);
   c.send(mcp_post(modern_request(id, method, members), modern_headers(method, name)));
   auto r = c.read_response();
   REQUIRE(r);
@@ -170,7 +175,7 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port()), cb(b.port());
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
     const std::string sid = initialize(ca);
     cb.send(mcp_post(call(1, "echo", R"({"text":"via b"})"), session_header(sid)));
     auto r = cb.read_response();
@@ -205,7 +210,7 @@ TEST_SUITE("adapters/redis") {
     r = cb.read_response();
     REQUIRE(r);
     CHECK(r->status == 200);
-    raw_connection again(b.port());
+    raw_connection again(b.port(), guard_ms);
     again.send(mcp_post(call(4, "echo", R"({"text":"x"})"), session_header(sid)));
     r = again.read_response();
     REQUIRE(r);
@@ -216,11 +221,11 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port());
+    raw_connection ca(a.port(), guard_ms);
     const std::string sid = initialize(ca, R"({"sampling":{}})");
     // The call reaches b (forwarded to a, which runs the tool); its question comes back
     // on b's stream; the answer is POSTed to b again and forwarded to a's frame.
-    raw_connection stream(b.port());
+    raw_connection stream(b.port(), guard_ms);
     stream.send(mcp_post(call(7, "ask"), session_header(sid)));
     std::string head = stream.read_until("sampling/createMessage");
     head += stream.read_until("\n");  // the rest of the question's data line
@@ -228,7 +233,7 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(line != std::string::npos);
     const boost::json::value question = boost::json::parse(head.substr(line + 6, head.find('\n', line) - line - 6));
     const std::string question_id = boost::json::serialize(question.at("id"));
-    raw_connection answer(b.port());
+    raw_connection answer(b.port(), guard_ms);
     answer.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + question_id +
                              R"(,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}})",
                          session_header(sid)));
@@ -246,14 +251,14 @@ TEST_SUITE("adapters/redis") {
     instance b(redis.url(), "b");
     std::string sid;
     {
-      raw_connection ca(a->port());
+      raw_connection ca(a->port(), guard_ms);
       sid = initialize(ca, R"({"sampling":{}})");
       ca.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}})",
                        session_header(sid)));
       REQUIRE(ca.read_response());
     }
     a->stop();  // its goodbye lets b take over at once
-    raw_connection cb(b.port());
+    raw_connection cb(b.port(), guard_ms);
     cb.send(mcp_post(call(2, "whoami"), session_header(sid)));
     auto r = cb.read_response();
     REQUIRE(r);
@@ -271,18 +276,18 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port());
+    raw_connection ca(a.port(), guard_ms);
     const std::string sid = initialize(ca);
     std::string event;
     {
-      raw_connection first(a.port());
+      raw_connection first(a.port(), guard_ms);
       first.send(mcp_post(call(5, "wait", R"({"ms":300})"), session_header(sid)));
       const std::string head = first.read_until("\n\n");  // the priming event
       const auto id_at = head.find("id: ");
       REQUIRE(id_at != std::string::npos);
       event = head.substr(id_at + 4, head.find('\n', id_at) - id_at - 4);
     }  // the connection drops before the answer
-    raw_connection resumed(b.port());
+    raw_connection resumed(b.port(), guard_ms);
     resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) +
                  "Last-Event-ID: " + event + "\r\n\r\n");
     const std::string body = resumed.read_until("waited");
@@ -294,10 +299,10 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port());
+    raw_connection ca(a.port(), guard_ms);
     const std::string sid = initialize(ca);
     redis.stop();
-    raw_connection cb(b.port());
+    raw_connection cb(b.port(), guard_ms);
     cb.send(mcp_post(call(1, "echo", R"({"text":"x"})"), session_header(sid)));
     auto r = cb.read_response();
     REQUIRE(r);
@@ -321,7 +326,7 @@ TEST_SUITE("adapters/redis") {
                            R"(,"method":"logging/setLevel","params":{"level":"info"}})",
                        session_header(sid)));
       REQUIRE(ca.read_response());
-      raw_connection retry(b.port());
+      raw_connection retry(b.port(), guard_ms);
       retry.send(mcp_post(call(id + 1, "echo", R"({"text":"back"})"), session_header(sid)));
       r = retry.read_response();
       REQUIRE(r);
@@ -337,14 +342,16 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port());
+    raw_connection ca(a.port(), guard_ms);
     const std::string sid = initialize(ca);
     ca.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://watched"}})",
                      session_header(sid)));
     auto r = ca.read_response();
     REQUIRE(r);
     REQUIRE(r->status == 200);
-    raw_connection standalone(a.port());
+    // The standalone stream opened through b: relayed from a, and open (200) before any
+    // event is there to carry.
+    raw_connection standalone(b.port(), guard_ms);
     standalone.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) + "\r\n");
     CHECK(standalone.read_until("\r\n\r\n").find("200 OK") != std::string::npos);
     // Raised on b, which holds no session at all.
@@ -412,12 +419,12 @@ TEST_SUITE("adapters/redis") {
     // 600 ms here) must be refreshed by the owner while others forward to it.
     const auto idle = std::chrono::milliseconds(600);
     instance a(redis.url(), "a", idle), b(redis.url(), "b", idle);
-    raw_connection ca(a.port());
+    raw_connection ca(a.port(), guard_ms);
     const std::string sid = initialize(ca);
     const auto until = std::chrono::steady_clock::now() + 3 * idle;
     int calls = 0;
     while (std::chrono::steady_clock::now() < until) {
-      raw_connection cb(b.port());
+      raw_connection cb(b.port(), guard_ms);
       cb.send(mcp_post(call(100 + calls, "echo", R"({"text":"still"})"), session_header(sid)));
       auto r = cb.read_response();
       REQUIRE(r);

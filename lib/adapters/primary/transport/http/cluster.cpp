@@ -79,6 +79,15 @@ class change_fanout final : public droid::detail::change_listener {
   std::function<void(std::string)> publish_;
 };
 
+/// The error response of request `id_json` whose instance died before it answered.
+std::string stopped_error(const std::string& id_json) {
+  std::string body = R"({"jsonrpc":"2.0","id":)";
+  body.append(id_json).append(
+      R"(,"error":{"code":-32603,"message":"Internal error: the server instance running this request stopped )"
+      R"(before it answered; the session goes on, and the request may be sent again"}})");
+  return body;
+}
+
 }  // namespace
 
 // ---- fields ------------------------------------------------------------------------------
@@ -177,7 +186,7 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
     : st_(st), opts_(o), name_(o.instance_id.empty() ? default_instance_name() : o.instance_id), shards_(std::move(shards)) {
   std::string error;
   auto where = redis::parse_url(opts_.redis_url, error);
-  if (!where) throw std::invalid_argument("http::options::cluster.redis_url: " + error);
+  if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
   redis::client_options co;
   co.where = *where;
   co.command_timeout = opts_.redis_timeout;
@@ -480,6 +489,16 @@ task<cluster::delivery> cluster::send_to(std::size_t shard, std::string owner, s
   co_return r->integer > 0 ? delivery::delivered : delivery::nobody;
 }
 
+void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink) {
+  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s) -> task<void> {
+    auto ping = c->command({"PING"});
+    (void)co_await ping;  // down or slow: the session is served here all the same
+    s->accept();
+    s->release();
+  };
+  spawn(shards_[shard], barrier(clients_[shard], std::move(sink)), [](std::exception_ptr) {});
+}
+
 void cluster::presume_dead(const std::string& owner) {
   std::lock_guard lock(mutex_);
   presumed_dead_[owner] = clock_type::now();
@@ -590,10 +609,7 @@ task<void> cluster::sweep() {
       // else can answer it now).
       if (!d.settled) d.sink->accept();
       if (!d.request_id_json.empty()) {
-        std::string body = R"({"jsonrpc":"2.0","id":)" + d.request_id_json +
-                           R"(,"error":{"code":-32603,"message":"Internal error: the server instance running this )"
-                           R"(request stopped before it answered; the session goes on, and the request may be sent )"
-                           R"(again"}})";
+        std::string body = stopped_error(d.request_id_json);
         d.sink->push(sse_event{std::string(), std::move(body)});
       }
       d.sink->finish();
@@ -654,9 +670,7 @@ task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_en
   if (!stored.ended && !stored.request_id_json.empty()) {
     // Its owner died with the request unanswered (the stream is below this owner's
     // epoch, so no live instance writes it): end it with an error, once for everyone.
-    std::string body = R"({"jsonrpc":"2.0","id":)" + stored.request_id_json +
-                       R"(,"error":{"code":-32603,"message":"Internal error: the server instance running this )"
-                       R"(request stopped before it answered; the session goes on, and the request may be sent again"}})";
+    std::string body = stopped_error(stored.request_id_json);
     auto ended = co_await redis::end_stream(clients_[shard], keys, number, stored.last, body);
     if (ended == redis::end_outcome::ended) {
       sink->push(sse_event{event_id(number, stored.last + 1), std::move(body)});

@@ -166,6 +166,14 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// Tasks are shared (the server uses the default store, which the cluster wraps).
   [[nodiscard]] bool shares_tasks() const noexcept { return tasks_ != nullptr; }
 
+  /// Accepts and releases `sink` (held: `response_sink::hold`) once every command shard
+  /// `shard` sent Redis so far has been applied (a PING behind them on the same
+  /// connection; at once if Redis is down). Why: a
+  /// session's record, or a task's, is written behind; the answer that names the
+  /// session or the task must not reach the client before the record reaches Redis, or
+  /// the client's next request, landing elsewhere, would find nothing. Call on `shard`.
+  void accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink);
+
   /// The keys of session `id`'s streams.
   [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;
 

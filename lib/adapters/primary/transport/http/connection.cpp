@@ -349,6 +349,8 @@ task<void> connection::run() {
 }
 
 task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, const std::string& extra) {
+  // Held until what the answer names is in Redis (response_sink::hold).
+  if (sink->held()) co_await sink->wait_settled();
   // One document: everything but the last message (the response) has nowhere to go.
   std::string last;
   std::vector<sse_event> batch;

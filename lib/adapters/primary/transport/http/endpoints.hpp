@@ -179,6 +179,9 @@ class streamable_endpoint {
     ir::request_id key;
     bool listen = false;
     bool json_mode = false;
+    /// Answered only once what the request wrote to Redis is there (a task's record:
+    /// see `cluster::accept_when_written`).
+    bool after_redis = false;
   };
   /// Prepares the answer of a sessionless request of `method`; the caller then hands it
   /// to the shard's runner under `key`, on `stream`. Why split from the answering: a

@@ -60,7 +60,10 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
   std::vector<sse_event> batch;
   std::vector<std::string_view> fields;
   for (;;) {
-    co_await sink->wait();
+    // The verdict goes out at once, with whatever is queued (for a call, its whole
+    // answer): a GET's stream may have nothing to say for hours, and its client must not
+    // wait for a first event to learn that the stream is open.
+    if (accepted) co_await sink->wait();
     sink->drain(batch);
     if (sink->dead()) co_return;
     const bool ended = sink->finished();

@@ -47,6 +47,13 @@ void response_sink::accept() {
   });
 }
 
+void response_sink::release() {
+  asio::dispatch(home_, [self = shared_from_this()] {
+    self->held_ = false;
+    self->wake();
+  });
+}
+
 void response_sink::reject(int status, std::string message) {
   asio::dispatch(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
     self->rejected_status_ = status;

@@ -59,6 +59,8 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void finish();
   void accept();
   void reject(int status, std::string message);
+  /// Ends a `hold()`: the response may start (from any shard).
+  void release();
 
   // ---- connection shard only ---------------------------------------------------------
   /// Why an awaiter and not a task: a request waits on its sink at least once, and a
@@ -80,7 +82,13 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void drain(std::vector<sse_event>& out);
   [[nodiscard]] bool finished() const noexcept { return finished_; }
   [[nodiscard]] bool dead() const noexcept { return dead_; }
-  [[nodiscard]] bool settled() const noexcept { return accepted_ || rejected_status_ != 0; }
+  [[nodiscard]] bool settled() const noexcept { return !held_ && (accepted_ || rejected_status_ != 0); }
+  /// Keeps the response from starting, even once accepted or finished, until `release()`.
+  /// Why: an answer that names something written behind to Redis (a new session, a
+  /// task) must not leave before Redis has it (`cluster::accept_when_written`). Called on
+  /// the home shard, before anything waits on the sink.
+  void hold() noexcept { held_ = true; }
+  [[nodiscard]] bool held() const noexcept { return held_; }
   [[nodiscard]] int rejected_status() const noexcept { return rejected_status_; }
   [[nodiscard]] const std::string& rejected_message() const noexcept { return rejected_message_; }
   /// The connection is gone (or must go): drop everything from now on.
@@ -122,6 +130,7 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   bool finished_ = false;
   bool dead_ = false;
   bool accepted_ = false;
+  bool held_ = false;
   int rejected_status_ = 0;
   std::string rejected_message_;
 };

@@ -142,8 +142,8 @@ task<streamable_endpoint::found_session> streamable_endpoint::find_session(conne
         co_return out;
       case cluster::located::where::unavailable: {
         // Fails fast (the client says why at once) and says when to come back.
-        const std::string why = "Service Unavailable: the session store (Redis) cannot be reached (" +
-                                st_.peers->redis_on(c.home().index)->last_failure() + "); try again shortly";
+        std::string why = "Service Unavailable: the session store (Redis) cannot be reached (";
+        why.append(st_.peers->redis_on(c.home().index)->last_failure()).append("); try again shortly");
         out.answered = co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
         co_return out;
       }
@@ -261,8 +261,8 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
-  asio::dispatch(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg),
-                                   origin = std::move(origin)]() mutable {
+  asio::dispatch(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
+                                   peers = st_.peers]() mutable {
     // Numbered on the session's shard: a session's requests may come through several
     // shards' connections (and instances), and each must get its own number.
     const std::uint64_t number = ++entry->next_stream;
@@ -285,8 +285,13 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     // header (which some clients send as 2025-03-26 regardless).
     if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
       sink->push(sse_event{event_id(number, 0), std::string()});
+    const bool opens = m.method() == "initialize";
+    // Its answer, finished at once, would otherwise settle the response by itself.
+    if (opens && peers) sink->hold();
     stream->attach(sink);
     entry->s->receive(std::move(m), stream, std::move(origin));
+    // A new session's record must be in Redis before its id reaches the client.
+    if (opens && peers) return peers->accept_when_written(entry->shard, sink);
     // The verdict is posted behind the tool's first step (receive() posts that too), so
     // everything a tool that finishes at once says (the priming event, the answer, the
     // end) is queued before it, and the connection writes the response in one write
@@ -311,8 +316,8 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
       for (int look = 0; look < 2; ++look) {
         const cluster::task_location where = co_await st_.peers->locate_task(c.home().index, *task_id);
         if (where.is == cluster::task_location::where::unavailable) {
-          const std::string why = "Service Unavailable: the task store (Redis) cannot be reached (" +
-                                  st_.peers->redis_on(c.home().index)->last_failure() + "); try again shortly";
+          std::string why = "Service Unavailable: the task store (Redis) cannot be reached (";
+          why.append(st_.peers->redis_on(c.home().index)->last_failure()).append("); try again shortly");
           co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
         }
         if (where.is == cluster::task_location::where::here) break;
@@ -347,6 +352,11 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     peer.principal = who.principal;
     peer.origin = who.origin;
     call = start_sessionless(c, msg.method(), {});
+    // A call of a tool that may become a task: the task's record is written behind,
+    // and the answer that names it waits for it (another instance may get the poll).
+    call->after_redis = st_.peers && st_.peers->shares_tasks() && tool &&
+                        tool->info.tasks != droid::task_support::forbidden;
+    if (call->after_redis) call->sink->hold();
     local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer),
                                   msg.text().size());
   };
@@ -435,7 +445,11 @@ streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(con
 task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_call call) {
   const std::shared_ptr<response_sink>& sink = call.sink;
   // Behind whatever the request's first step queued, as for a session's request.
-  asio::post(c.executor(), [sink] { sink->accept(); });
+  if (call.after_redis) {
+    asio::post(c.executor(), [peers = st_.peers, shard = c.home().index, sink] { peers->accept_when_written(shard, sink); });
+  } else {
+    asio::post(c.executor(), [sink] { sink->accept(); });
+  }
   // The verdict is posted behind the request's first step, so a request answered by it
   // (most are) is finished here already.
   co_await sink->wait_settled();
