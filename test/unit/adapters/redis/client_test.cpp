@@ -5,9 +5,13 @@
 /// again, refusing the password), each ending in a clear error and never a hang.
 #include "adapters/secondary/redis/client.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <asio/io_context.hpp>
 #include <doctest/doctest.h>
@@ -337,5 +341,25 @@ TEST_SUITE("adapters/redis") {
     CHECK(got.front() == "a=again");
     sub->close();
     pub->close();
+  }
+
+  TEST_CASE("a Unix socket, as unix:///path") {
+    REQUIRE(droid::test::have_redis_server());
+    char dir[] = "/tmp/droid-redis-unix-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    const std::string socket = std::string(dir) + "/redis.sock";
+    {
+      droid::test::redis_server server({"--unixsocket", socket, "--unixsocketperm", "700"});
+      asio::io_context io;
+      auto c = client::create(io.get_executor(), options_for("unix://" + socket + "?db=1"));
+      REQUIRE(droid::test::run(io, one(c, {"SET", "k", "on a socket"})).has_value());
+      auto r = droid::test::run(io, one(c, {"GET", "k"}));
+      REQUIRE(r.has_value());
+      CHECK(r->str == "on a socket");
+      CHECK(c->where().display() == "unix://" + socket + "?db=1");
+      c->close();
+    }
+    std::remove(socket.c_str());
+    ::rmdir(dir);
   }
 }
