@@ -372,6 +372,21 @@ task<bool> cluster::alive(std::size_t shard, std::string owner) {
 
 task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor executor, std::string id) {
   located out;
+  {
+    // Known to be another instance's a moment ago, and that instance is heard from:
+    // forwarded without asking Redis (the owner refuses what it no longer holds, and the
+    // entry is then forgotten: forget_owner).
+    std::lock_guard lock(mutex_);
+    const auto now = clock_type::now();
+    if (auto it = owners_.find(id); it != owners_.end() && now < it->second.until) {
+      if (auto seen = seen_.find(it->second.owner); seen != seen_.end() && now - seen->second < opts_.instance_ttl) {
+        out.is = located::where::remote;
+        out.owner = it->second.owner;
+        out.principal = it->second.principal;
+        co_return out;
+      }
+    }
+  }
   const std::string key = opts_.key_prefix + "s:" + id;
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto get = clients_[shard]->command({"HGETALL", key});
@@ -386,6 +401,7 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
       out.is = located::where::remote;
       out.owner = record.owner;
       out.principal = record.state.principal;
+      remember_owner(id, record.owner, record.state.principal);
       co_return out;
     }
     // The owner is gone: take the session over, unless another instance did just now.
@@ -503,6 +519,24 @@ void cluster::presume_dead(const std::string& owner) {
   std::lock_guard lock(mutex_);
   presumed_dead_[owner] = clock_type::now();
   seen_.erase(owner);
+  std::erase_if(owners_, [&](const auto& e) { return e.second.owner == owner; });
+}
+
+void cluster::remember_owner(const std::string& id, const std::string& owner, const std::string& principal) {
+  std::lock_guard lock(mutex_);
+  const auto now = clock_type::now();
+  // Bounded: past the cap the expired entries go, and if that is not enough, all of them
+  // (each costs one lookup in Redis to learn again).
+  if (owners_.size() >= max_owners_cached) {
+    std::erase_if(owners_, [&](const auto& e) { return e.second.until <= now; });
+    if (owners_.size() >= max_owners_cached) owners_.clear();
+  }
+  owners_.insert_or_assign(id, cached_owner{owner, principal, now + opts_.heartbeat});
+}
+
+void cluster::forget_owner(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  owners_.erase(id);
 }
 
 void cluster::post_to(std::size_t shard, const std::string& owner, const std::string& payload) {

@@ -138,6 +138,9 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// Publishes `payload` on `owner`'s inbox: `nobody` when no instance listens there (the
   /// owner died, or lost Redis), `unavailable` when Redis cannot be reached.
   task<delivery> send_to(std::size_t shard, std::string owner, std::string payload);
+  /// The owner of session `id` looked up in Redis is not to be trusted any more (it
+  /// refused a forwarded request: the session ended, or moved).
+  void forget_owner(const std::string& id);
   /// `owner` did not hear its inbox: it is taken for dead (its sessions are taken over)
   /// until a heartbeat of its says otherwise. Why not wait for its heartbeat to expire:
   /// a killed instance's key outlives it by up to `instance_ttl`, and every request for
@@ -222,6 +225,18 @@ class cluster : public std::enable_shared_from_this<cluster> {
   std::unordered_map<std::string, relay_entry> relays_;
   /// When each other instance was last heard of (heartbeats on the common channel).
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> seen_;
+  /// Remote sessions' owners as Redis said a moment ago (for `heartbeat`), so that a
+  /// client's next requests are forwarded without a lookup each. Why a cache is safe: a
+  /// request forwarded to an instance that no longer holds the session is refused by it,
+  /// and looked up again (`forget_owner`); one to a dead instance is heard by nobody.
+  struct cached_owner {
+    std::string owner;
+    std::string principal;
+    std::chrono::steady_clock::time_point until;
+  };
+  static constexpr std::size_t max_owners_cached = 65536;
+  std::unordered_map<std::string, cached_owner> owners_;
+  void remember_owner(const std::string& id, const std::string& owner, const std::string& principal);
   /// Instances whose inbox nobody heard, and when.
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> presumed_dead_;
   /// The inbox was down at the last heartbeat: when it is back, this instance checks

@@ -155,8 +155,11 @@ class streamable_endpoint {
   enum class forwarded_answer : std::uint8_t { json, events, standing_stream };
   /// Publishes `payload` on `owner`'s inbox and writes what comes back to `sink` (whose
   /// replies carry `tag`) as `as` says. Nothing when nobody heard it (see `forward_post`).
+  /// `session`: the session it is about, whose owner came from the cache (a 404 from the
+  /// owner then means "look again": nothing).
   task<std::optional<bool>> forward(connection& c, std::shared_ptr<response_sink> sink, std::uint64_t tag,
-                                    std::string owner, std::string payload, forwarded_answer as);
+                                    std::string owner, std::string payload, forwarded_answer as,
+                                    std::string session = {});
   /// A 2026-07-28 request about a task instance `owner` runs: forwarded there, its answer
   /// written here (nothing: as `forward_post`). `version` is its MCP-Protocol-Version.
   task<std::optional<bool>> forward_sessionless(connection& c, const ir::message& msg, std::string version,

@@ -82,7 +82,7 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
 
 task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::shared_ptr<response_sink> sink,
                                                        std::uint64_t tag, std::string owner, std::string payload,
-                                                       forwarded_answer as) {
+                                                       forwarded_answer as, std::string session) {
   cluster& peers = *st_.peers;
   const std::size_t shard = c.home().index;
   const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
@@ -100,6 +100,14 @@ task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::share
   }
   co_await sink->wait_settled();
   bool keep = false;
+  if (sink->rejected_status() == 404 && !session.empty()) {
+    // The owner as remembered does not hold the session (any more): nothing was written
+    // to the client, and the caller looks it up again (Redis says where it is, or that
+    // it ended).
+    peers.close_forward(shard, tag);
+    peers.forget_owner(session);
+    co_return std::nullopt;
+  }
   if (sink->rejected_status() != 0) {
     keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
   } else if (as == forwarded_answer::json) {
@@ -142,7 +150,7 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
   std::string payload = encode_fields(
       {"req", sid, peers.instance(), std::to_string(tag), json_mode ? "1" : "0", who.principal, address, msg.text()});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
-                             json_mode ? forwarded_answer::json : forwarded_answer::events);
+                             json_mode ? forwarded_answer::json : forwarded_answer::events, std::move(sid));
 }
 
 task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c, const ir::message& msg,
@@ -169,7 +177,7 @@ task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::s
   std::string payload = encode_fields({"get", sid, peers.instance(), std::to_string(tag), std::to_string(number),
                                        std::to_string(after), resume ? "1" : "0", who.principal});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
-                             forwarded_answer::standing_stream);
+                             forwarded_answer::standing_stream, std::move(sid));
 }
 
 void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {

@@ -195,15 +195,16 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (!sid)
       co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                          "Bad Request: Mcp-Session-Id header is required");
-    found_session found = co_await find_session(c, std::string(*sid), who);
-    if (found.answered) co_return *found.answered;
-    if (!found.owner.empty()) {
-      if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
-      // The owner did not hear it: presumed dead, so this look takes the session over.
+    found_session found;
+    // Twice at most: a forward that finds nobody at the owner (presumed dead: the next
+    // look takes the session over) or an owner that no longer holds it (the next look
+    // asks Redis) is looked for once more.
+    for (int look = 0;; ++look) {
       found = co_await find_session(c, std::string(*sid), who);
       if (found.answered) co_return *found.answered;
-      if (!found.owner.empty())
-        co_return co_await refuse_moving(c);
+      if (found.owner.empty()) break;
+      if (look == 1) co_return co_await refuse_moving(c);
+      if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
     }
     entry = std::move(found.entry);
     if (st_.peers) st_.peers->touch(*entry);
@@ -500,15 +501,14 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                        "Bad Request: Last-Event-ID was not issued by this server");
   const bool resume = last != nullptr;
-  found_session found = co_await find_session(c, std::string(*sid), who);
-  if (found.answered) co_return *found.answered;
-  if (!found.owner.empty()) {
+  found_session found;
+  for (int look = 0;; ++look) {  // twice at most, as for a POST
+    found = co_await find_session(c, std::string(*sid), who);
+    if (found.answered) co_return *found.answered;
+    if (found.owner.empty()) break;
+    if (look == 1) co_return co_await refuse_moving(c);
     if (auto forwarded = co_await forward_get(c, std::string(*sid), found.owner, number, after, resume, who))
       co_return *forwarded;
-    found = co_await find_session(c, std::string(*sid), who);  // presumed dead: take it over
-    if (found.answered) co_return *found.answered;
-    if (!found.owner.empty())
-      co_return co_await refuse_moving(c);
   }
   std::shared_ptr<session_entry> entry = std::move(found.entry);
   if (st_.peers) st_.peers->touch(*entry);
