@@ -35,10 +35,10 @@ std::string stream_keys::request(std::uint64_t stream) const {
   return key;
 }
 
-void redis_event_store::begin(std::uint64_t stream, std::string_view request_id_json) {
-  local_->begin(stream, request_id_json);
+void redis_event_store::begin(std::uint64_t stream, const ir::request_id& id) {
+  local_->begin(stream, id);
   const std::string ttl = std::to_string(keys_.ttl.count());
-  (void)client_->send({"SET", keys_.request(stream), request_id_json, "PX", ttl});
+  (void)client_->send({"SET", keys_.request(stream), id.to_json(), "PX", ttl});
 }
 
 void redis_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {

@@ -54,7 +54,7 @@ class redis_event_store final : public event_store {
  public:
   redis_event_store(std::shared_ptr<client> c, stream_keys keys, std::unique_ptr<memory_event_store> local)
       : client_(std::move(c)), keys_(std::move(keys)), local_(std::move(local)) {}
-  void begin(std::uint64_t stream, std::string_view request_id_json) override;
+  void begin(std::uint64_t stream, const ir::request_id& id) override;
   void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override;
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;

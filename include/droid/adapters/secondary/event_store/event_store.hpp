@@ -19,6 +19,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <droid/domain/ir/request_id.hpp>
+
 namespace droid {
 
 /// The events of one session, by stream and sequence number.
@@ -36,13 +38,14 @@ class event_store {
   /// unknown, `after_seq` is beyond its last event, or some of those events were evicted.
   virtual bool replay(std::uint64_t stream, std::uint64_t after_seq,
                       const std::function<void(std::uint64_t seq, std::string_view data)>& f) const = 0;
-  /// `stream` begins: it answers the request whose id is `request_id_json` (its JSON
-  /// text). A no-op by default. Why it is told: a store shared by several instances
-  /// records it, so that if this instance dies with the request unanswered, another can
-  /// end the stream with an error response for that very request.
-  virtual void begin(std::uint64_t stream, std::string_view request_id_json) {
+  /// `stream` begins: it answers request `id`. A no-op by default. Why it is told: a
+  /// store shared by several instances records it, so that if this instance dies with
+  /// the request unanswered, another can end the stream with an error response for that
+  /// very request. (The id, not its JSON text: a store that keeps nothing must cost a
+  /// request nothing.)
+  virtual void begin(std::uint64_t stream, const ir::request_id& id) {
     (void)stream;
-    (void)request_id_json;
+    (void)id;
   }
   /// `stream` is over at event `last_seq` (0: it had none): nothing more will be
   /// appended to it. Why it is told: a session opens a stream per request, and a store

@@ -287,9 +287,12 @@ void cluster::stop() {
   }
 }
 
-std::unique_ptr<event_store> cluster::make_store(const session_entry& e, std::size_t shard,
-                                                 std::unique_ptr<memory_event_store> local) const {
-  return std::make_unique<redis::redis_event_store>(clients_[shard], keys_of(e.id, e.epoch), std::move(local));
+std::unique_ptr<event_store> cluster::make_store(const session_entry& e) const {
+  const options& o = st_.opts;
+  if (o.reply == streaming::json || o.event_ring_capacity == 0) return nullptr;
+  return std::make_unique<redis::redis_event_store>(
+      clients_[e.shard], keys_of(e.id, e.epoch),
+      std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes));
 }
 
 redis::stream_keys cluster::keys_of(const std::string& id, std::uint64_t epoch) const {
@@ -428,13 +431,8 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
     // names a number below this, which only Redis has.
     entry->next_stream = entry->epoch << 32;
     entry->principal = record.state.principal;
-    std::unique_ptr<event_store> store;
-    if (st_.opts.reply != streaming::json && st_.opts.event_ring_capacity > 0)
-      store = make_store(*entry, shard,
-                         std::make_unique<memory_event_store>(st_.opts.event_ring_capacity, 64, st_.opts.event_ring_bytes));
-    entry->store = std::move(store);
-    entry->standalone = std::make_shared<logical_stream>(0, entry->store.get(), logical_stream::finish_hook{});
-    entry->s = session::restore(st_.srv, executor, entry->standalone, std::move(record.state));
+    entry->s = session::restore(st_.srv, executor, nullptr, std::move(record.state));
+    entry->set_store(make_store(*entry));
     entry->last_used = now_ns();
     entry->record_touched = now_ns();
     std::shared_ptr<session_entry> kept = st_.sessions.insert_or_get(entry, st_.opts.max_sessions);
@@ -601,7 +599,7 @@ task<void> cluster::sweep() {
     bool settled;
   };
   std::vector<std::string> owners;
-  std::vector<std::pair<std::shared_ptr<response_sink>, bool>> late;
+  std::vector<std::shared_ptr<response_sink>> late;
   {
     std::lock_guard lock(mutex_);
     const auto now = clock_type::now();
@@ -612,7 +610,7 @@ task<void> cluster::sweep() {
         continue;
       }
       if (!it->second.settled && now > it->second.deadline) {
-        late.emplace_back(std::move(sink), false);
+        late.push_back(std::move(sink));
         it = forwards_.erase(it);
         continue;
       }
@@ -620,7 +618,7 @@ task<void> cluster::sweep() {
       ++it;
     }
   }
-  for (auto& [sink, unused] : late)
+  for (const auto& sink : late)
     sink->reject(503, "Service Unavailable: the instance that owns this session did not take the request up in time; "
                       "retry it");
   for (const std::string& owner : owners) {

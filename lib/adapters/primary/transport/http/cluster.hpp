@@ -101,10 +101,11 @@ class cluster : public std::enable_shared_from_this<cluster> {
   [[nodiscard]] const std::shared_ptr<redis::client>& redis_on(std::size_t index) const { return clients_[index]; }
 
   // ---- sessions owned here --------------------------------------------------------------
-  /// The event store of a session opened on shard `shard` (memory, written behind to
-  /// Redis).
-  [[nodiscard]] std::unique_ptr<event_store> make_store(const session_entry& e, std::size_t shard,
-                                                        std::unique_ptr<memory_event_store> local) const;
+  /// The event store of session `e` (on `e.shard`): the memory ring written behind to
+  /// Redis; null when its streams cannot be resumed (JSON answers, a ring of capacity 0).
+  /// An application's own `options::event_store` is not used in a cluster: what another
+  /// instance replays must be in Redis.
+  [[nodiscard]] std::unique_ptr<event_store> make_store(const session_entry& e) const;
   /// Writes `e`'s record whenever its state changes (from now on, on its shard).
   void own(const std::shared_ptr<session_entry>& e);
   /// Refreshes the record's time to live, at most a few times per idle timeout.

@@ -170,6 +170,9 @@ class streamable_endpoint {
     std::string owner;                     ///< or at this other instance
     std::optional<bool> answered;          ///< or nowhere: the refusal was written (keep?)
   };
+  /// Session `sid` of `who` when this instance's table holds it (null otherwise: then
+  /// `find_session` says where it is, or answers).
+  [[nodiscard]] std::shared_ptr<session_entry> find_here(std::string_view sid, const caller& who) const;
   /// Finds session `sid` here or, in a cluster, through Redis (taking it over when its
   /// owner is gone). Checks that it belongs to `who`.
   task<found_session> find_session(connection& c, std::string sid, const caller& who);

@@ -78,6 +78,20 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
   }
 }
 
+/// Relays `sink` (whose home is `home`, on shard `shard`) to instance `to` under `tag`,
+/// remembered as "to/tag" so that a "stop" can end it; `done` runs once it is over.
+template <class Done>
+void start_relay(const std::shared_ptr<cluster>& peers, asio::any_io_executor home, std::size_t shard,
+                 std::shared_ptr<response_sink> sink, std::string_view to, std::string_view tag, Done done) {
+  std::string key = std::string(to) + "/" + std::string(tag);
+  peers->add_relay(key, sink, home);
+  spawn(home, relay(peers, shard, std::move(sink), std::string(to), std::string(tag)),
+        [peers, key = std::move(key), done = std::move(done)](std::exception_ptr) mutable {
+          peers->remove_relay(key);
+          done();
+        });
+}
+
 }  // namespace
 
 task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::shared_ptr<response_sink> sink,
@@ -206,15 +220,11 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     auto origin = std::make_shared<request_origin>();
     origin->remote_address = std::string(f[6]);
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    peers.add_relay(std::string(f[2]) + "/" + std::string(f[3]), sink, entry->executor);
     start_request(entry, std::move(*msg), sink, f[4] == "1", std::move(origin));
-    std::string key = std::string(f[2]) + "/" + std::string(f[3]);
-    spawn(entry->executor, relay(st_.peers, entry->shard, sink, std::string(f[2]), std::string(f[3])),
-          [entry, peers = st_.peers, key = std::move(key)](std::exception_ptr) {
-            peers->remove_relay(key);
-            --entry->active;
-            entry->last_used = now_ns();
-          });
+    start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3], [entry] {
+      --entry->active;
+      entry->last_used = now_ns();
+    });
     return;
   }
   if (kind == "sreq" && f.size() == 8) {
@@ -251,10 +261,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
       sink->finish();
     }
     asio::post(home.runner->executor(), [sink] { sink->accept(); });
-    std::string key = std::string(f[1]) + "/" + std::string(f[2]);
-    peers.add_relay(key, sink, home.runner->executor());
-    spawn(home.runner->executor(), relay(st_.peers, 0, sink, std::string(f[1]), std::string(f[2])),
-          [peers = st_.peers, key = std::move(key)](std::exception_ptr) { peers->remove_relay(key); });
+    start_relay(st_.peers, home.runner->executor(), 0, sink, f[1], f[2], [] {});
     return;
   }
   if (kind == "msg" && f.size() == 4) {
@@ -277,14 +284,9 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     if (number == 0 && entry->has_standalone.exchange(true))
       return refuse(f[2], f[3], 409, "Conflict: this session already has a standalone stream open");
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    std::string key = std::string(f[2]) + "/" + std::string(f[3]);
-    peers.add_relay(key, sink, entry->executor);
     start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
-    spawn(entry->executor, relay(st_.peers, entry->shard, sink, std::string(f[2]), std::string(f[3])),
-          [this, entry, sink, number, peers = st_.peers, key = std::move(key)](std::exception_ptr) {
-            peers->remove_relay(key);
-            end_get(entry, sink, number);
-          });
+    start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3],
+                [this, entry, sink, number] { end_get(entry, sink, number); });
     return;
   }
   if (kind == "stop" && f.size() == 3) {

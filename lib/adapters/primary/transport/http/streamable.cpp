@@ -124,6 +124,12 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
   co_return co_await in_session(c, req, std::move(msg), who);
 }
 
+std::shared_ptr<session_entry> streamable_endpoint::find_here(std::string_view sid, const caller& who) const {
+  std::shared_ptr<session_entry> entry = valid_session_id(sid) ? st_.sessions.find(sid) : nullptr;
+  if (!entry || entry->legacy || !belongs_to(*entry, who)) return nullptr;
+  return entry;
+}
+
 task<streamable_endpoint::found_session> streamable_endpoint::find_session(connection& c, std::string sid,
                                                                          const caller& who) {
   found_session out;
@@ -173,18 +179,16 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   if (is_initialize && !sid) {
     // No store (JSON answers, or a ring of capacity 0): streams cannot be resumed, and a
     // lost connection ends its request.
-    const bool resumable = !server_json && (o.event_store || o.event_ring_capacity > 0);
     std::unique_ptr<event_store> store;
-    if (resumable && !st_.peers)
+    if (!server_json && !st_.peers && (o.event_store || o.event_ring_capacity > 0))
       store = o.event_store ? o.event_store()
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes);
     entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
     entry->shard = c.home().index;
     if (st_.peers) {
-      // In a cluster the ring is written behind to Redis, under the session's id.
-      if (resumable)
-        entry->set_store(st_.peers->make_store(
-            *entry, entry->shard, std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes)));
+      // In a cluster the ring is written behind to Redis, under the session's id (which
+      // the store needs, so it is made once the entry is).
+      if (auto shared = st_.peers->make_store(*entry)) entry->set_store(std::move(shared));
       st_.peers->own(entry);
     }
     if (!st_.sessions.insert(entry, o.max_sessions))
@@ -195,18 +199,23 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (!sid)
       co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                          "Bad Request: Mcp-Session-Id header is required");
-    found_session found;
-    // Twice at most: a forward that finds nobody at the owner (presumed dead: the next
-    // look takes the session over) or an owner that no longer holds it (the next look
-    // asks Redis) is looked for once more.
-    for (int look = 0;; ++look) {
-      found = co_await find_session(c, std::string(*sid), who);
-      if (found.answered) co_return *found.answered;
-      if (found.owner.empty()) break;
-      if (look == 1) co_return co_await refuse_moving(c);
-      if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
+    // The session's own table first, with no coroutine frame: it is where a session's
+    // requests are found but in a cluster whose balancer sent one elsewhere.
+    entry = find_here(*sid, who);
+    if (!entry) {
+      found_session found;
+      // Twice at most: a forward that finds nobody at the owner (presumed dead: the next
+      // look takes the session over) or an owner that no longer holds it (the next look
+      // asks Redis) is looked for once more.
+      for (int look = 0;; ++look) {
+        found = co_await find_session(c, std::string(*sid), who);
+        if (found.answered) co_return *found.answered;
+        if (found.owner.empty()) break;
+        if (look == 1) co_return co_await refuse_moving(c);
+        if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
+      }
+      entry = std::move(found.entry);
     }
-    entry = std::move(found.entry);
     if (st_.peers) st_.peers->touch(*entry);
   }
   entry->last_used = now_ns();
@@ -280,7 +289,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
                                     }},
         refusal);
     entry->streams.emplace(number, stream);
-    if (!json_mode && entry->store) entry->store->begin(number, m.id().to_json());
+    if (!json_mode && entry->store) entry->store->begin(number, m.id());
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
     // before any data. Decided by the session's negotiated version, not the request's
     // header (which some clients send as 2025-03-26 regardless).
