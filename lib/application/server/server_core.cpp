@@ -103,7 +103,7 @@ const catalog& server_core::view() const {
     // Under the lock `version_` cannot move: edits bump it while holding the lock.
     const std::uint64_t now = version_.load(std::memory_order_relaxed);
     if (published_version_ != now) {
-      published_ = std::make_shared<const catalog>(draft_);
+      published_ = catalog::publish(draft_);
       published_version_ = now;
     }
     mine = {id_, now, published_};
@@ -199,7 +199,17 @@ bool server_core::has_completers() const { return !view().completers.empty(); }
 bool server_core::serves_tasks() const { return view().task_tools > 0; }
 
 std::shared_ptr<const tool_entry> server_core::find_tool(std::string_view name) const {
-  return entry_of(view().tools, name);
+  const catalog& c = view();
+  auto it = c.tool_index.find(name);
+  return it == c.tool_index.end() ? nullptr : *it->second;
+}
+
+std::shared_ptr<const catalog> catalog::publish(const catalog& draft) {
+  auto out = std::make_shared<catalog>(draft);
+  out->tool_index.clear();
+  out->tool_index.reserve(out->tools.size());
+  for (const auto& [name, entry] : out->tools) out->tool_index.emplace(name, &entry);
+  return out;
 }
 
 std::vector<std::shared_ptr<const tool_entry>> server_core::tools_from(std::string_view from,

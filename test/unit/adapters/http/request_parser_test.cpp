@@ -257,6 +257,62 @@ TEST_SUITE("adapters/http/request_parser") {
     CHECK_FALSE(p.content_length().has_value());
   }
 
+  TEST_CASE("the fields read on every request are found through the index as by a walk") {
+    // Every indexed name, in any case, some twice, among others of the same lengths
+    // (`x-padd` is six letters, like `accept`): the first of each is found, and a name
+    // the index does not hold is still found by the walk.
+    const std::string raw =
+        "POST /mcp HTTP/1.1\r\nX-Padd: p\r\nHOST: h\r\nAccept: a1\r\nOrigin: o\r\nexpect: e\r\n"
+        "Content-Type: c\r\nAuthorization: z\r\nLast-Event-ID: l\r\nMcp-Session-Id: s1\r\n"
+        "MCP-Protocol-Version: v\r\naccept: a2\r\nmcp-session-id: s2\r\nX-Other-Name: x\r\n\r\n";
+    request_parser p;
+    REQUIRE(p.feed(raw.data(), raw.size()) == raw.size());
+    REQUIRE(p.complete());
+    request taken = p.take();
+    const request r(std::move(taken));  // the index moves with the request
+    const std::pair<const char*, const char*> expected[] = {
+        {"host", "h"}, {"accept", "a1"}, {"origin", "o"}, {"expect", "e"}, {"content-type", "c"},
+        {"authorization", "z"}, {"last-event-id", "l"}, {"mcp-session-id", "s1"}, {"mcp-protocol-version", "v"},
+        {"x-padd", "p"}, {"x-other-name", "x"}};
+    for (const auto& [name, value] : expected) {
+      CAPTURE(name);
+      const std::string_view runtime_name = name;  // not a literal: the same answer
+      REQUIRE(r.find(name) != nullptr);
+      CHECK(*r.find(name) == value);
+      REQUIRE(r.find(runtime_name) != nullptr);
+      CHECK(*r.find(runtime_name) == value);
+    }
+    CHECK(r.find("cookie") == nullptr);
+    CHECK(r.find("content-length") == nullptr);
+
+    // Absent indexed names are absent, not the previous request's.
+    const std::string bare = "GET / HTTP/1.1\r\nHost: b\r\n\r\n";
+    REQUIRE(p.feed(bare.data(), bare.size()) == bare.size());
+    const request second = p.take();
+    CHECK(*second.find("host") == "b");
+    CHECK(second.find("accept") == nullptr);
+    CHECK(second.find("mcp-session-id") == nullptr);
+  }
+
+  TEST_CASE("a request of more than 255 fields is looked up by the walk") {
+    parser_limits limits;
+    limits.max_header_count = 400;
+    limits.max_header_bytes = 64 * 1024;
+    std::string raw = "GET / HTTP/1.1\r\nHost: h\r\n";
+    for (int i = 0; i < 300; ++i) raw += "X-F" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
+    raw += "Accept: late\r\nMcp-Session-Id: s\r\n\r\n";
+    request_parser p(limits);
+    REQUIRE(p.feed(raw.data(), raw.size()) == raw.size());
+    REQUIRE(p.complete());
+    const request r = p.take();
+    REQUIRE(r.headers.size() == 303);
+    REQUIRE(r.find("accept") != nullptr);
+    CHECK(*r.find("accept") == "late");
+    CHECK(*r.find("mcp-session-id") == "s");
+    CHECK(*r.find("host") == "h");
+    CHECK(r.find("origin") == nullptr);
+  }
+
   TEST_CASE("a chunked body is de-chunked; extensions are ignored and trailers dropped") {
     const std::string raw =
         "POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n"

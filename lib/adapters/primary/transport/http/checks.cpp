@@ -153,6 +153,10 @@ std::string new_session_id() {
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
+  // Clients send media types and schemes in the case they are compared against: one
+  // comparison of the bytes settles those, and the letter-by-letter fold below (about 200
+  // instructions for "application/json", twice a request) runs only on a difference.
+  if (a == b) return true;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;

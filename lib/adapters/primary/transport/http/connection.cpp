@@ -2,7 +2,10 @@
 #include "connection.hpp"
 
 #include <algorithm>
+#include <coroutine>
 #include <tuple>
+
+#include <unistd.h>
 
 #include <asio/post.hpp>
 #include <asio/ssl/stream.hpp>
@@ -16,6 +19,20 @@
 namespace droid::http::detail {
 
 using asio::ip::tcp;
+
+namespace {
+
+/// Suspends a coroutine and resumes it on `io`'s thread: how a connection's `run()`
+/// follows its socket to another shard. Like any coroutine suspended on an io_context,
+/// it relies on the listener running its loops dry before destroying them.
+struct resume_on {
+  asio::io_context& io;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { asio::post(io, [h] { h.resume(); }); }
+  void await_resume() const noexcept {}
+};
+
+}  // namespace
 
 /// A TLS session over a connection's socket. The context is held so that a reload
 /// cannot free it under a live session.
@@ -80,10 +97,8 @@ void connection_core::start_accept() {
       auto c = std::make_shared<connection>(*this, *home, std::move(socket), tls());
       {
         std::lock_guard lock(closers_mutex_);
-        c->closer = closers_.insert(closers_.end(), [exec, weak = std::weak_ptr<connection>(c)] {
-          asio::post(exec, [weak] {
-            if (auto c = weak.lock()) c->close_if_idle();
-          });
+        c->closer = closers_.insert(closers_.end(), [weak = std::weak_ptr<connection>(c)] {
+          if (auto c = weak.lock()) c->close_soon();
         });
       }
       spawn(exec, c->run(), [this, c](std::exception_ptr failure) {
@@ -138,7 +153,7 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
                        std::shared_ptr<asio::ssl::context> tls)
     : core_(core),
       keep_(core.hold()),
-      home_(home),
+      home_(&home),
       socket_(std::move(socket)),
       read_buffer_(std::make_unique_for_overwrite<char[]>(16 * 1024)),
       parser_(parser_limits{core.opts().max_request_line, core.opts().max_header_bytes,
@@ -154,7 +169,16 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
 
 connection::~connection() { --core_.connection_count_; }
 
+void connection::close_soon() {
+  // Posted to where the connection lives now. It may move before the post runs; then
+  // close_if_idle finds itself on the wrong shard and follows it.
+  asio::post(home().io, [weak = weak_from_this()] {
+    if (auto c = weak.lock()) c->close_if_idle();
+  });
+}
+
 void connection::close_if_idle() {
+  if (!home().io.get_executor().running_in_this_thread()) return close_soon();
   if (!busy_) {
     std::error_code ec;
     socket_.close(ec);
@@ -253,10 +277,10 @@ task<void> connection::run() {
   auto self = shared_from_this();
   const options& opts = core_.opts();
   // Linked here, on the connection's own shard (the constructor runs on the acceptor's).
-  home_.link(this);
+  home().link(this);
   struct unlink_on_exit {
     connection* c;
-    ~unlink_on_exit() { c->home_.unlink(c); }
+    ~unlink_on_exit() { c->home().unlink(c); }
   } unlink{this};
 
   if (tls_) {
@@ -345,7 +369,40 @@ task<void> connection::run() {
     const bool again = keep && req.keep_alive;
     parser_.recycle(std::move(req));
     if (!again || closing_ || core_.stopping()) co_return;
+    if (start == buf.size() && should_move()) {
+      // Unlinked from the old shard's sweep on its thread, linked into the new one's on
+      // the new thread: each list is only ever touched by its own shard.
+      home().unlink(this);
+      if (!move_socket()) co_return;
+      co_await resume_on{home().io};
+      home().link(this);
+    }
   }
+}
+
+bool connection::should_move() const noexcept {
+  return streak_ >= 3 && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_;
+}
+
+bool connection::move_socket() {
+  shard* to = core_.shards[preferred_].get();
+  streak_ = 0;
+  std::error_code ec;
+  const tcp::endpoint local = socket_.local_endpoint(ec);
+  if (ec) return false;
+  // release() takes the descriptor out of the old shard's reactor (nothing is pending
+  // between requests); assign() registers it with the new one's, which is thread-safe.
+  const tcp::socket::native_handle_type fd = socket_.release(ec);
+  if (ec) return false;
+  tcp::socket moved(to->io);
+  moved.assign(local.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return false;
+  }
+  socket_ = std::move(moved);
+  home_.store(to, std::memory_order_release);
+  return true;
 }
 
 task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, const std::string& extra) {

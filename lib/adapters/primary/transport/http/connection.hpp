@@ -101,6 +101,7 @@ struct shard {
     live = h;
   }
   void unlink(deadline_hook* h) noexcept {
+    if (!h->prev && live != h) return;  // not linked here (a connection between shards)
     if (h->prev) h->prev->next = h->next;
     else live = h->next;
     if (h->next) h->next->prev = h->prev;
@@ -208,9 +209,24 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   task<void> run();
 
   /// Closes an idle connection at once (shutdown); a busy one finishes its response.
-  void close_if_idle();
+  /// From any thread: it runs on the connection's current shard.
+  void close_soon();
 
-  [[nodiscard]] shard& home() noexcept { return home_; }
+  /// The shard the connection lives on now (it may move: `prefer_shard`).
+  [[nodiscard]] shard& home() noexcept { return *home_.load(std::memory_order_relaxed); }
+  /// Tells the connection which shard served the request it just carried (the shard of
+  /// its session). Three in a row on one other shard, and the connection moves there
+  /// before it reads its next request (`options::follow_sessions`).
+  void prefer_shard(std::size_t index) noexcept {
+    if (index == home().index) {
+      streak_ = 0;
+    } else if (index == preferred_) {
+      ++streak_;
+    } else {
+      preferred_ = index;
+      streak_ = 1;
+    }
+  }
   [[nodiscard]] asio::any_io_executor executor() { return socket_.get_executor(); }
   /// Whether the socket's local address is loopback (the Host check follows the socket).
   [[nodiscard]] bool local_is_loopback() const noexcept { return local_is_loopback_; }
@@ -265,11 +281,23 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   }
   void disarm() noexcept { deadline_ns = never; }
   void expire() noexcept override;
+  void close_if_idle();
+  /// Whether to move to `preferred_` now: asked between requests, with nothing of the
+  /// next one read yet.
+  [[nodiscard]] bool should_move() const noexcept;
+  /// Hands the socket to `preferred_`'s reactor (on the old shard's thread); false when
+  /// the socket could not be moved and the connection must end. The caller then resumes
+  /// on the new shard (`resume_on`).
+  bool move_socket();
 
   connection_core& core_;
   /// What the core's owner lent to every connection: it outlives them all.
   std::shared_ptr<void> keep_;
-  shard& home_;
+  /// Written on the connection's own thread when it moves; read there, and by
+  /// `close_soon` from any thread.
+  std::atomic<shard*> home_;
+  std::size_t preferred_ = 0;
+  unsigned streak_ = 0;
   asio::ip::tcp::socket socket_;
   /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the
   /// socket and not a second connection type: deadlines, the close watch and closing

@@ -309,7 +309,9 @@ request::request(request&& other) noexcept
       headers(std::move(other.headers)),
       body(std::move(other.body)),
       keep_alive(other.keep_alive),
-      head_(std::move(other.head_)) {
+      head_(std::move(other.head_)),
+      known_(other.known_),
+      indexed_(std::exchange(other.indexed_, false)) {
   other.headers.clear();
   other.body.clear();
 }
@@ -326,6 +328,8 @@ request& request::operator=(request&& other) noexcept {
     headers = std::move(other.headers);
     body = std::move(other.body);
     keep_alive = other.keep_alive;
+    known_ = other.known_;
+    indexed_ = std::exchange(other.indexed_, false);
     other.head_.clear();
     other.headers.clear();
     other.body.clear();
@@ -333,7 +337,7 @@ request& request::operator=(request&& other) noexcept {
   return *this;
 }
 
-const std::string_view* request::find(std::string_view lower_name) const noexcept {
+const std::string_view* request::find_any(std::string_view lower_name) const noexcept {
   for (const header_field& f : headers)
     if (f.name == lower_name) return &f.value;
   return nullptr;
@@ -533,6 +537,8 @@ struct request_parser::impl {
     std::string_view encoding_raw;
     connection_tokens connection;
     r.headers.reserve(fields_.size());
+    r.known_ = {};
+    r.indexed_ = fields_.size() <= 255;
     for (const field_span& f : fields_) {
       lower_ascii(head + f.name_begin, f.name_end - f.name_begin);
       const std::string_view name = view(f.name_begin, f.name_end);
@@ -543,30 +549,62 @@ struct request_parser::impl {
       while (end > begin && is_ows(head[end - 1])) --end;
       const std::string_view value = view(begin, end);
       r.headers.push_back({name, value});
-      // One pass classifies the fields the framing depends on; the lengths tell them apart
-      // before any comparison of bytes.
+      // One pass classifies the fields the framing depends on and indexes the ones the
+      // transport reads on every request (`request::known_slot`); the lengths tell them
+      // apart before any comparison of bytes, and each comparison is of a known length,
+      // which the compiler turns into a few word compares instead of a call.
+      const auto is = [&name]<std::size_t n>(const char (&literal)[n]) {
+        return std::memcmp(name.data(), literal, n - 1) == 0;
+      };
+      int slot = -1;
       switch (name.size()) {
         case 4:
-          if (name == "host") ++hosts;
+          if (is("host")) {
+            ++hosts;
+            slot = request::known_slot("host");
+          }
+          break;
+        case 6:
+          slot = is("accept") ? request::known_slot("accept")
+                 : is("origin") ? request::known_slot("origin")
+                 : is("expect") ? request::known_slot("expect")
+                                : -1;
           break;
         case 10:
-          if (name == "connection") read_connection(value, connection);
+          if (is("connection")) read_connection(value, connection);
+          break;
+        case 12:
+          if (is("content-type")) slot = request::known_slot("content-type");
+          break;
+        case 13:
+          slot = is("authorization") ? request::known_slot("authorization")
+                 : is("last-event-id") ? request::known_slot("last-event-id")
+                                       : -1;
+          break;
+        case 20:
+          if (is("mcp-protocol-version")) slot = request::known_slot("mcp-protocol-version");
           break;
         case 14:
-          if (name == "content-length") {
+          if (is("content-length")) {
             ++lengths;
             length_value = value;
             length_raw = raw;
+          } else if (is("mcp-session-id")) {
+            slot = request::known_slot("mcp-session-id");
           }
           break;
         case 17:
-          if (name == "transfer-encoding") {
+          if (is("transfer-encoding")) {
             ++encodings;
             encoding_raw = raw;
           }
           break;
         default:
           break;
+      }
+      if (slot >= 0 && r.indexed_) {
+        std::uint8_t& at = r.known_[static_cast<std::size_t>(slot)];
+        if (at == 0) at = static_cast<std::uint8_t>(r.headers.size());
       }
     }
 

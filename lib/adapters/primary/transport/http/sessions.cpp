@@ -42,84 +42,102 @@ void end_session(const std::shared_ptr<session_entry>& e) {
 }
 
 std::shared_ptr<session_entry> session_table::find(std::string_view id) const {
-  std::lock_guard lock(mutex_);
-  auto it = map_.find(id);
-  return it == map_.end() ? nullptr : it->second;
+  stripe& s = stripe_of(id);
+  std::lock_guard lock(s.mutex);
+  auto it = s.map.find(id);
+  return it == s.map.end() ? nullptr : it->second;
+}
+
+bool session_table::reserve(std::size_t cap) noexcept {
+  std::size_t n = size_.load(std::memory_order_relaxed);
+  do {
+    if (n >= cap) return false;
+  } while (!size_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  return true;
 }
 
 bool session_table::insert(const std::shared_ptr<session_entry>& e, std::size_t cap) {
-  std::lock_guard lock(mutex_);
-  if (map_.size() >= cap) return false;
-  map_.emplace(e->id, e);
+  if (!reserve(cap)) return false;
+  stripe& s = stripe_of(e->id);
+  std::lock_guard lock(s.mutex);
+  if (!s.map.emplace(e->id, e).second) size_.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
 std::vector<std::shared_ptr<session_entry>> session_table::snapshot() const {
-  std::lock_guard lock(mutex_);
   std::vector<std::shared_ptr<session_entry>> out;
-  out.reserve(map_.size());
-  for (const auto& [id, e] : map_) out.push_back(e);
+  out.reserve(size());
+  each_stripe([&](const auto& map) {
+    for (const auto& [id, e] : map) out.push_back(e);
+  });
   return out;
 }
 
 std::shared_ptr<session_entry> session_table::insert_or_get(const std::shared_ptr<session_entry>& e,
                                                           std::size_t cap) {
-  std::lock_guard lock(mutex_);
-  if (auto it = map_.find(e->id); it != map_.end()) return it->second;
-  if (map_.size() >= cap) return nullptr;
-  map_.emplace(e->id, e);
+  stripe& s = stripe_of(e->id);
+  std::lock_guard lock(s.mutex);
+  if (auto it = s.map.find(e->id); it != s.map.end()) return it->second;
+  if (!reserve(cap)) return nullptr;
+  s.map.emplace(e->id, e);
   return e;
 }
 
 std::shared_ptr<session_entry> session_table::erase(std::string_view id) {
-  std::lock_guard lock(mutex_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return nullptr;
+  stripe& s = stripe_of(id);
+  std::lock_guard lock(s.mutex);
+  auto it = s.map.find(id);
+  if (it == s.map.end()) return nullptr;
   auto e = std::move(it->second);
-  map_.erase(it);
+  s.map.erase(it);
+  size_.fetch_sub(1, std::memory_order_relaxed);
   return e;
 }
 
 std::vector<std::shared_ptr<session_entry>> session_table::take_idle(std::int64_t cutoff) {
   std::vector<std::shared_ptr<session_entry>> out;
-  std::lock_guard lock(mutex_);
-  for (auto it = map_.begin(); it != map_.end();) {
-    const session_entry& e = *it->second;
-    if (e.active.load() == 0 && e.running.load() == 0 && e.last_used.load() < cutoff) {
-      out.push_back(std::move(it->second));
-      it = map_.erase(it);
-    } else {
-      ++it;
+  each_stripe([&](auto& map) {
+    for (auto it = map.begin(); it != map.end();) {
+      const session_entry& e = *it->second;
+      if (e.active.load() == 0 && e.running.load() == 0 && e.last_used.load() < cutoff) {
+        out.push_back(std::move(it->second));
+        it = map.erase(it);
+        size_.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        ++it;
+      }
     }
-  }
+  });
   return out;
 }
 
 std::vector<std::shared_ptr<session_entry>> session_table::take_all() {
   std::vector<std::shared_ptr<session_entry>> out;
-  std::lock_guard lock(mutex_);
-  for (auto& [id, e] : map_) out.push_back(std::move(e));
-  map_.clear();
+  each_stripe([&](auto& map) {
+    for (auto& [id, e] : map) out.push_back(std::move(e));
+    size_.fetch_sub(map.size(), std::memory_order_relaxed);
+    map.clear();
+  });
   return out;
 }
 
-std::size_t session_table::size() const {
-  std::lock_guard lock(mutex_);
-  return map_.size();
-}
+std::size_t session_table::size() const { return size_.load(std::memory_order_relaxed); }
 
 std::size_t session_table::open_streams() const {
-  std::lock_guard lock(mutex_);
   std::size_t n = 0;
-  for (const auto& [id, e] : map_) n += static_cast<std::size_t>(std::max(0, e->active.load()));
+  each_stripe([&](const auto& map) {
+    for (const auto& [id, e] : map) n += static_cast<std::size_t>(std::max(0, e->active.load()));
+  });
   return n;
 }
 
 bool session_table::any_answering() const {
-  std::lock_guard lock(mutex_);
-  for (const auto& [id, e] : map_)
-    if (e->active.load() > (e->has_standalone.load() ? 1 : 0)) return true;
-  return false;
+  bool any = false;
+  each_stripe([&](const auto& map) {
+    for (const auto& [id, e] : map)
+      if (e->active.load() > (e->has_standalone.load() ? 1 : 0)) any = true;
+  });
+  return any;
 }
 
 }  // namespace droid::http::detail

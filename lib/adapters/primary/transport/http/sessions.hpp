@@ -92,8 +92,13 @@ void end_session(const std::shared_ptr<session_entry>& e);
 
 /// The live sessions, by id.
 ///
-/// Why a mutex and not shard-local maps: any shard's connection may carry any session's
-/// request, so lookup is global; it is one short critical section per request.
+/// Why global and not shard-local maps: any shard's connection may carry any session's
+/// request, so lookup is global. Why striped: a lookup is one short critical section per
+/// request, and with one mutex every shard's requests would take the same lock and move
+/// its cache line between cores; with many shards that line becomes the bottleneck. Ids
+/// are spread over the stripes by their first character (random for the ids this server
+/// makes; a client's made-up id merely lands somewhere), so a request locks one stripe,
+/// and shards rarely meet on one. The count is kept beside the stripes, for the cap.
 class session_table {
  public:
   [[nodiscard]] std::shared_ptr<session_entry> find(std::string_view id) const;
@@ -121,8 +126,28 @@ class session_table {
     using is_transparent = void;
     std::size_t operator()(std::string_view id) const noexcept { return std::hash<std::string_view>{}(id); }
   };
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<session_entry>, id_hash, std::equal_to<>> map_;
+  /// One lock and its share of the map, on a cache line of its own.
+  struct alignas(64) stripe {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<session_entry>, id_hash, std::equal_to<>> map;
+  };
+  static constexpr std::size_t stripe_count = 16;
+  [[nodiscard]] stripe& stripe_of(std::string_view id) const noexcept {
+    return stripes_[id.empty() ? 0 : static_cast<unsigned char>(id.front()) % stripe_count];
+  }
+  /// Runs `f(map)` on every stripe in turn, each under its own lock.
+  template <class F>
+  void each_stripe(F&& f) const {
+    for (stripe& s : stripes_) {
+      std::lock_guard lock(s.mutex);
+      f(s.map);
+    }
+  }
+  /// Reserves a place under `cap`; false when none is left.
+  bool reserve(std::size_t cap) noexcept;
+
+  mutable stripe stripes_[stripe_count];
+  std::atomic<std::size_t> size_{0};
 };
 
 }  // namespace droid::http::detail

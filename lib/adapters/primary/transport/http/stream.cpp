@@ -5,8 +5,7 @@
 
 #include <charconv>
 
-#include <asio/dispatch.hpp>
-#include <asio/post.hpp>
+#include "application/detail/on_executor.hpp"
 
 
 namespace droid::http::detail {
@@ -15,9 +14,9 @@ response_sink::response_sink(asio::any_io_executor home, std::size_t max_queued)
     : home_(std::move(home)), max_queued_(max_queued) {}
 
 void response_sink::push(sse_event e) {
-  // dispatch: inline when the session and the connection share a shard (the common
-  // case), one post otherwise.
-  asio::dispatch(home_, [self = shared_from_this(), e = std::move(e)]() mutable {
+  // Inline when the session and the connection share a shard (the common case), one
+  // post otherwise.
+  droid::detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e)]() mutable {
     if (self->dead_ || self->finished_) return;
     self->queued_bytes_ += e.id.size() + e.data.size();
     if (self->queued_bytes_ > self->max_queued_) {
@@ -33,7 +32,7 @@ void response_sink::push(sse_event e) {
 }
 
 void response_sink::finish() {
-  asio::dispatch(home_, [self = shared_from_this()] {
+  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
     self->finished_ = true;
     self->accepted_ = self->accepted_ || self->rejected_status_ == 0;
     self->wake();
@@ -41,21 +40,21 @@ void response_sink::finish() {
 }
 
 void response_sink::accept() {
-  asio::dispatch(home_, [self = shared_from_this()] {
+  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
     self->accepted_ = true;
     self->wake();
   });
 }
 
 void response_sink::release() {
-  asio::dispatch(home_, [self = shared_from_this()] {
+  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
     self->held_ = false;
     self->wake();
   });
 }
 
 void response_sink::reject(int status, std::string message) {
-  asio::dispatch(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
+  droid::detail::dispatch_on(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
     self->rejected_status_ = status;
     self->rejected_message_ = std::move(m);
     self->wake();
@@ -78,7 +77,7 @@ void response_sink::wake(bool force) noexcept {
   if (!waiter_ || (!force && !ready(waiting_for_verdict_))) return;
   ++wait_number_;  // whatever the timer does from now on is stale
   if (timer_) timer_->cancel();
-  asio::post(home_, [h = std::exchange(waiter_, nullptr)] { h.resume(); });
+  droid::detail::post_on(home_, [h = std::exchange(waiter_, nullptr)] { h.resume(); });
 }
 
 void response_sink::drain(std::vector<sse_event>& out) {

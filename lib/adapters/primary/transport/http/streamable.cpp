@@ -3,6 +3,7 @@
 /// The Streamable HTTP endpoint (endpoints.hpp): a POST's checks and era, a 2025
 /// session's requests and streams, sessionless requests (stateless 2025 and 2026-07-28),
 /// GET streams and their resumption, DELETE.
+#include "application/detail/on_executor.hpp"
 #include "application/server/server_core.hpp"
 #include "endpoints.hpp"
 
@@ -222,7 +223,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
 
   if (!msg.is_request()) {
     // Notifications and responses get 202 as soon as they are handed over.
-    asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
+    droid::detail::dispatch_on(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
       s->receive(std::move(m), nullptr, std::move(origin));
     });
     co_return co_await c.reply(202, {}, {});
@@ -249,13 +250,15 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     // are recorded, so a GET with Last-Event-ID can pick them up; without one nothing
     // could ever reach the client again, so the request is cancelled (and any question
     // its tool waits on is withdrawn) rather than left waiting for the session's end.
-    asio::dispatch(entry->executor, [entry, sink, request_id] {
+    droid::detail::dispatch_on(entry->executor, [entry, sink, request_id] {
       for (auto& [number, stream] : entry->streams) stream->detach(sink);
       if (!entry->store && !entry->legacy) entry->s->cancel(request_id);
     });
   }
   --entry->active;
   entry->last_used = now_ns();
+  // The connection follows a session it keeps serving (options::follow_sessions).
+  c.prefer_shard(entry->shard);
   co_return keep;
 }
 
@@ -271,7 +274,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
-  asio::dispatch(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
+  droid::detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
                                    peers = st_.peers]() mutable {
     // Numbered on the session's shard: a session's requests may come through several
     // shards' connections (and instances), and each must get its own number.
@@ -307,7 +310,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     // end) is queued before it, and the connection writes the response in one write
     // instead of one per event. A tool that suspends gets its head and priming event
     // out at once all the same.
-    asio::post(entry->executor, [sink] { sink->accept(); });
+    droid::detail::post_on(entry->executor, [sink] { sink->accept(); });
   });
 }
 
@@ -536,7 +539,7 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
       co_return co_await c.reply_rpc_error(
           400, ir::errc::invalid_request, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
     }
-    asio::dispatch(entry->executor, [entry, sink] {
+    droid::detail::dispatch_on(entry->executor, [entry, sink] {
       // The stream is over: the client reads what it missed, then idles as on a resumed
       // stream of this instance's.
       entry->resumed.push_back(sink);
@@ -564,7 +567,7 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
                                     const std::shared_ptr<response_sink>& sink, std::uint64_t number,
                                     std::uint64_t after, bool resume) {
   ++entry->active;
-  asio::dispatch(entry->executor, [entry, sink, number, after, resume] {
+  droid::detail::dispatch_on(entry->executor, [entry, sink, number, after, resume] {
     const auto refuse = [&] {
       sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
     };
@@ -592,7 +595,7 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
 
 void streamable_endpoint::end_get(const std::shared_ptr<session_entry>& entry,
                                   const std::shared_ptr<response_sink>& sink, std::uint64_t number) {
-  asio::dispatch(entry->executor, [entry, sink, number] {
+  droid::detail::dispatch_on(entry->executor, [entry, sink, number] {
     if (number == 0) {
       entry->standalone->detach(sink);
     } else {

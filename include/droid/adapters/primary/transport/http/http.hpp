@@ -99,6 +99,13 @@ struct options {
   std::string path = "/mcp";
   /// Worker threads (shards); 0 means one per hardware thread.
   unsigned threads = 0;
+  /// Moves a keep-alive connection to the shard of the session it keeps asking for
+  /// (three requests in a row for sessions on one other shard), so that its next
+  /// requests are served without two thread hand-offs each. Plain HTTP only: a TLS
+  /// connection stays where it was accepted. Turn it off when one connection carries
+  /// requests of many sessions in no order (a proxy's pooled connections move little
+  /// then, but each move costs two system calls).
+  bool follow_sessions = true;
   /// JSON or event-stream answers to requests.
   streaming reply = streaming::event_stream;
   /// Serve every POST on its own, with no session and no `Mcp-Session-Id` at all (the

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// `http::options::follow_sessions` over a real two-shard listener: a keep-alive
+/// connection that keeps asking for a session of the other shard moves there (its
+/// requests stop paying two thread hand-offs each), and goes on serving, timing out and
+/// closing there; it stays put below three requests in a row, or with the option off.
+///
+/// Which shard a connection is on is read from an application route, which the listener
+/// serves on the connection's own shard: `/where` answers the serving thread's id.
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/server/server.hpp>
+
+#include "http_client.hpp"
+
+namespace {
+
+using droid::test::mcp_post;
+using droid::test::raw_connection;
+
+std::string this_thread_name() {
+  std::ostringstream out;
+  out << std::this_thread::get_id();
+  return out.str();
+}
+
+/// A two-shard listener answering in JSON, with `/where`, on its own thread.
+struct fixture {
+  droid::server srv{droid::server_info{.name = "follow-test", .version = "1"}, [] {
+                      droid::server_options so;
+                      so.log = [](std::string_view) {};
+                      return so;
+                    }()};
+  std::unique_ptr<droid::http::listener> listener;
+  std::thread runner;
+
+  explicit fixture(bool follow, std::chrono::milliseconds idle = std::chrono::milliseconds(60'000)) {
+    srv.tool("greet", "Says hi", [](droid::tool_context&) -> droid::task<std::string> { co_return "hi"; });
+    droid::http::options opts;
+    opts.threads = 2;
+    opts.reply = droid::http::streaming::json;
+    opts.follow_sessions = follow;
+    opts.idle_timeout = idle;
+    opts.routes.push_back(droid::http::route{"/where", [](const droid::http::listener&, std::string_view) {
+                                               return droid::http::route_response{200, "text/plain", this_thread_name()};
+                                             }});
+    listener = std::make_unique<droid::http::listener>(srv, opts);
+    runner = std::thread([this] { listener->run(); });
+  }
+  ~fixture() {
+    listener->stop();
+    runner.join();
+  }
+};
+
+std::string where(raw_connection& c) {
+  c.send("GET /where HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  auto r = c.read_response();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  return r->body;
+}
+
+std::string initialize(raw_connection& c) {
+  c.send(mcp_post(
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const std::string sid = *r->header("mcp-session-id");
+  c.send(mcp_post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "Mcp-Session-Id: " + sid + "\r\n"));
+  auto n = c.read_response();
+  REQUIRE(n);
+  REQUIRE(n->status == 202);
+  return sid;
+}
+
+void call(raw_connection& c, const std::string& sid, int id) {
+  c.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                      R"(,"method":"tools/call","params":{"name":"greet","arguments":{}}})",
+                  "Mcp-Session-Id: " + sid + "\r\n"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(r->body.find(R"("text":"hi")") != std::string::npos);
+}
+
+/// A session made on one connection, and a second connection on the other shard.
+struct two_shards {
+  raw_connection owner;
+  std::string sid;
+  std::string session_thread;
+  std::vector<std::unique_ptr<raw_connection>> tried;  // kept open: closing one moves nothing
+  raw_connection* other = nullptr;
+
+  explicit two_shards(const fixture& f) : owner(f.listener->port()) {
+    sid = initialize(owner);
+    session_thread = where(owner);  // a session lives on the shard of the connection that made it
+    // Connections are spread over the shards in turn; a few tries find one on the other.
+    for (int i = 0; i < 4 && !other; ++i) {
+      tried.push_back(std::make_unique<raw_connection>(f.listener->port()));
+      if (where(*tried.back()) != session_thread) other = tried.back().get();
+    }
+    REQUIRE(other != nullptr);
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("adapters/http follow_sessions") {
+  TEST_CASE("a connection that keeps asking for another shard's session moves there and goes on serving") {
+    fixture f(true);
+    two_shards s(f);
+    const std::string start = where(*s.other);
+    // Two requests in a row are not enough: a proxy's pooled connection would move on
+    // every pair of requests for one session.
+    call(*s.other, s.sid, 1);
+    call(*s.other, s.sid, 2);
+    CHECK(where(*s.other) == start);
+    // The route in between was no session's request: the streak goes on from two.
+    call(*s.other, s.sid, 3);
+    CHECK(where(*s.other) == s.session_thread);
+    for (int id = 4; id < 40; ++id) call(*s.other, s.sid, id);
+    CHECK(where(*s.other) == s.session_thread);
+    // The connection that made the session never moved.
+    CHECK(where(s.owner) == s.session_thread);
+  }
+
+  TEST_CASE("with follow_sessions off the connection stays where it was accepted") {
+    fixture f(false);
+    two_shards s(f);
+    const std::string start = where(*s.other);
+    for (int id = 1; id < 10; ++id) call(*s.other, s.sid, id);
+    CHECK(where(*s.other) == start);
+  }
+
+  TEST_CASE("a moved connection is still closed by its idle deadline") {
+    fixture f(true, std::chrono::milliseconds(300));
+    two_shards s(f);
+    for (int id = 1; id <= 3; ++id) call(*s.other, s.sid, id);
+    CHECK(where(*s.other) == s.session_thread);
+    // The new shard's sweep now owns its deadline.
+    CHECK(s.other->hung_up(5'000));
+  }
+
+  TEST_CASE("a moved connection is closed by a stop") {
+    fixture f(true);
+    two_shards s(f);
+    for (int id = 1; id <= 3; ++id) call(*s.other, s.sid, id);
+    REQUIRE(where(*s.other) == s.session_thread);
+    f.listener->stop();
+    CHECK(s.other->hung_up(5'000));
+  }
+}
