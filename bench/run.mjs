@@ -428,6 +428,14 @@ const httpServers = [
   // The droid-json server over HTTPS, driven by the same script: against droid-json, what
   // TLS costs protocol_droid; against the nginx TLS rows, the floor with the same TLS.
   { name: 'droid-json-tls', label: 'protocol_droid JSON over TLS', stateful: true, tls: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--tls-cert', tlsCert, '--tls-key', tlsKey], 'droid-json-tls') },
+  // The realistic JSON row: as many sessions as a run has connections (64 at most), each
+  // request on the next session in turn (wrk cannot tie a session to a connection), so
+  // sessions, like a real server's clients, live on every shard; droid-json's one shared
+  // session keeps every tool call on one shard.
+  { name: 'droid-json-sessions', label: 'protocol_droid JSON, 64 sessions', stateful: true, sessions: 64, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-sessions') },
+  // Scaling: droid-json on one shard. Its req/s per server core against droid-json's is
+  // what the second shard buys (docs/benchmarks.md, "Scaling").
+  { name: 'droid-json-1t', label: 'protocol_droid JSON, --threads 1', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--threads', '1'], 'droid-json-1t') },
   { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
   // docs/scale-out.md's rows: against droid-sse, what Redis costs a request (CPU of Redis
   // included), and what two instances behind nginx cost when half the requests reach the
@@ -495,7 +503,8 @@ function runWrk(server, conns, seconds) {
     // Through bash, whose `times` tells wrk's own CPU time: what is left of the machine's
     // busy time after the server and wrk is other load, the noise this run suffered.
     const child = spawn('bash', ['-c', 'wrk "$@"; rc=$?; times; exit $rc', 'wrk', ...args], {
-      env: { ...process.env, MCP_SESSION: server.sid ?? '' }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MCP_SESSION: server.sid ?? '', MCP_SESSIONS: (server.sids ?? []).slice(0, conns).join(',') },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -556,6 +565,10 @@ async function httpSection() {
       s.child = child;
       s.url = url;
       s.sid = s.stateful ? await initialize(url) : '';
+      if (s.sessions) {
+        s.sids = [s.sid];
+        while (s.sids.length < s.sessions) s.sids.push(await initialize(url));
+      }
       if (s.name.startsWith('nginx')) {
         // The floor does no MCP work; its fixed answer is checked all the same.
         const r = await post(url, echoCall(1));
@@ -1115,15 +1128,28 @@ function headline() {
   const h = [];
   const add = (metric, value, target, pass, fmt = fmtRatio) =>
     h.push({ metric, value, target, status: !Number.isFinite(value) ? 'n/a' : pass(value) ? 'met' : 'missed', shown: fmt(value) });
+  // The targets are the performance issue's, at 64 connections; the 16-connection lines
+  // are there to compare, without a target.
   for (const c of [16, 64]) {
     const floor = floorAt(c);
     if (!floor) continue;
-    const j = row('droid-json', c);
-    const s = row('droid-sse', c);
-    add(`JSON mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(j?.rps.median, floor.rps.median), '≥ 0.80×', (v) => v >= 0.8);
-    add(`JSON mode CPU µs/req vs nginx (${floor.server}), ${c} conns`, ratio(j?.cpu_us_per_request.median, floor.cpu_us_per_request.median), '≤ 1.50×', (v) => v <= 1.5);
-    add(`SSE mode req/s vs nginx floor (${floor.server}), ${c} conns`, ratio(s?.rps.median, floor.rps.median), '≥ 0.60×', (v) => v >= 0.6);
+    const at64 = c === 64;
+    const target = (t, pass) => (at64 ? [t, pass] : ['—', () => true]);
+    const vsFloor = (name) => ratio(row(name, c)?.rps.median, floor.rps.median);
+    add(`JSON mode req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-json'), ...target('≥ 0.85×', (v) => v >= 0.85));
+    add(`JSON mode, 64 sessions, req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-json-sessions'), '—', () => true);
+    add(`SSE mode req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-sse'), ...target('≥ 0.75×', (v) => v >= 0.75));
+    add(`stateless JSON (2025) req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-stateless'), ...target('≥ 0.90×', (v) => v >= 0.9));
+    add(`2026-07-28 JSON req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-2026'), ...target('≥ 0.90×', (v) => v >= 0.9));
+    add(`JSON mode server CPU µs/req vs nginx (${floor.server}), ${c} conns`,
+      ratio(row('droid-json', c)?.cpu_us_per_request.median, floor.cpu_us_per_request.median), ...target('≤ 1.40×', (v) => v <= 1.4));
   }
+  // Scaling: what a second shard buys, per core of server CPU (1.00× would be perfect).
+  const perCore = (name) => {
+    const r = row(name, 64);
+    return r ? r.rps.median / r.server_cores.median : NaN;
+  };
+  add('JSON mode req/s per server core, --threads 2 vs --threads 1, 64 conns', ratio(perCore('droid-json'), perCore('droid-json-1t')), '—', () => true);
   // Informative: whether TLS widens or narrows the gap to the floor (each side pays for
   // its own record encryption with the same OpenSSL). No target: the JSON rows have theirs.
   const tlsFloor = floorAt(64, true);
@@ -1133,11 +1159,15 @@ function headline() {
   }
   add('SSE mode req/s vs TS SDK SSE, 64 conns', ratio(row('droid-sse', 64)?.rps.median, row('ts-sse', 64)?.rps.median), '≥ 10×', (v) => v >= 10);
   add('stateless JSON req/s vs TS SDK stateless, 64 conns', ratio(row('droid-stateless', 64)?.rps.median, row('ts-stateless', 64)?.rps.median), '—', () => true);
-  for (const m of ['droid-json', 'droid-sse', 'droid-stateless']) {
-    add(`p99 at 64 conns, ${m}`, row(m, 64)?.p99_us.median, '< 5 ms', (v) => v < 5000, fmtUs);
+  // p99 against the floor's own p99 in the same run: the machine's latency, not ours.
+  const floor64 = floorAt(64);
+  const p99Limit = floor64 ? floor64.p99_us.median * 1.2 : NaN;
+  for (const m of ['droid-json', 'droid-json-sessions', 'droid-sse', 'droid-stateless', 'droid-2026']) {
+    add(`p99 at 64 conns, ${m} (nginx floor ${fmtUs(floor64?.p99_us.median)})`, row(m, 64)?.p99_us.median,
+      `≤ ${fmtUs(p99Limit)}`, (v) => v <= p99Limit, fmtUs);
   }
   const ir = (server) => results.callgrind?.find((r) => r.server === server)?.instructions_per_request;
-  add('user-space instructions per request vs nginx, JSON mode (callgrind)', ratio(ir('droid-json'), ir('nginx')), '—', () => true);
+  add('user-space instructions per request vs nginx, JSON mode (callgrind)', ratio(ir('droid-json'), ir('nginx')), '≤ 1.50×', (v) => v <= 1.5);
   // A 2026-07-28 request carries its version, client info and capabilities in _meta on
   // every call, where a 2025 stateless one carries none of it: that may cost at most 10%.
   for (const c of [16, 64]) {
@@ -1146,11 +1176,13 @@ function headline() {
   }
   add('2026 stateless JSON vs 2025 stateless JSON, instructions/req (callgrind)', ratio(ir('droid-2026'), ir('droid-stateless')), '≤ 1.10×', (v) => v <= 1.1);
   const ex = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.per_second?.median;
+  const exCpu = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.cpu_us_per_call?.median;
+  add('exchange (sampling) server CPU µs/call vs a plain call, protocol_droid (same client)',
+    ratio(exCpu('droid-sse', 'summarize'), exCpu('droid-sse', 'echo')), '≤ 3.00×', (v) => v <= 3);
   add('exchange calls/s vs plain calls/s, protocol_droid (same client)', ratio(ex('droid-sse', 'summarize'), ex('droid-sse', 'echo')), '—', () => true);
   add('exchange calls/s vs TS SDK', ratio(ex('droid-sse', 'summarize'), ex('ts-sse', 'summarize')), '—', () => true);
   // A 2026-07-28 exchange is two tools/call POSTs (the second resumes the kept coroutine)
   // where a 2025 one is a call, an event and an answer POST on a session.
-  const exCpu = (server, tool) => results.exchange?.find((r) => r.server === server && r.tool === tool)?.cpu_us_per_call?.median;
   add('2026 exchange vs 2025 exchange, calls/s, protocol_droid', ratio(ex('droid-2026', 'summarize'), ex('droid-sse', 'summarize')), '—', () => true);
   add('2026 exchange vs 2025 exchange, server CPU µs/call, protocol_droid', ratio(exCpu('droid-2026', 'summarize'), exCpu('droid-sse', 'summarize')), '—', () => true);
   add('2026 exchange vs 2026 plain call, calls/s, protocol_droid (same client)', ratio(ex('droid-2026', 'summarize'), ex('droid-2026', 'echo')), '—', () => true);
@@ -1158,7 +1190,10 @@ function headline() {
   const st = results.stdio.find((r) => r.server === 'ts');
   add('stdio calls/s vs TS SDK', ratio(sd?.per_second.median, st?.per_second.median), '—', () => true);
   if (results.memory) {
-    add(`resident memory per idle session (${results.memory.sessions} sessions)`, results.memory.kib_per_session, '< 4 KiB', (v) => v < 4, (v) => `${v.toFixed(2)} KiB`);
+    add(`resident memory per idle session (${results.memory.sessions} sessions)`, results.memory.kib_per_session, '≤ 4 KiB', (v) => v <= 4, (v) => `${v.toFixed(2)} KiB`);
+    if (Number.isFinite(results.memory.kib_per_stream)) {
+      add('resident memory per open SSE stream', results.memory.kib_per_stream, '≤ 10 KiB', (v) => v <= 10, (v) => `${v.toFixed(2)} KiB`);
+    }
   }
   return h;
 }
