@@ -1024,7 +1024,9 @@ async function callgrindSection() {
 
 async function memorySection() {
   const n = opt.sessions;
-  const { child, url } = await startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-memory');
+  // Every stream comes from 127.0.0.1: without lifting the per-address limit (256 open
+  // requests and streams by default), all but 256 GETs would be refused with 429.
+  const { child, url } = await startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--max-requests-per-address', '0'], 'droid-memory');
   const port = Number(new URL(url).port);
   const mem = { server: 'droid-sse', sessions_asked: n };
   try {

@@ -9,6 +9,7 @@
 ///     build/examples/everything-server            # stdio (the default)
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
+///                                      [--max-requests-per-address N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
 ///                                      [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL]
 ///                                      [--diagnostics SECONDS] [--metrics]
@@ -352,6 +353,8 @@ int main(int argc, char** argv) {
       http.legacy_sse = true;
     } else if (arg == "--threads" && i + 1 < argc) {
       http.threads = static_cast<unsigned>(std::stoul(argv[++i]));
+    } else if (arg == "--max-requests-per-address" && i + 1 < argc) {
+      http.max_requests_per_address = std::stoul(argv[++i]);
     } else if (arg == "--tls-cert" && i + 1 < argc) {
       http.tls_certificate_chain = argv[++i];
     } else if (arg == "--tls-key" && i + 1 < argc) {
@@ -378,6 +381,7 @@ int main(int argc, char** argv) {
       state_secret_file = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
+                   "                         [--max-requests-per-address N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
                    "                         [--redis URL [--instance-id NAME]]]\n"
@@ -387,6 +391,9 @@ int main(int argc, char** argv) {
                    "  --stateless        no sessions: every POST is served on its own\n"
                    "  --legacy-sse       also serve the 2024-11-05 HTTP+SSE transport at /sse and /messages\n"
                    "  --threads N        HTTP threads (shards); default: one per core\n"
+                   "  --max-requests-per-address N\n"
+                   "                     requests and streams one client address may have open at once\n"
+                   "                     (default 256; 0: no limit)\n"
                    "  --tls-cert FILE    HTTPS: the certificate chain (PEM, leaf first); SIGHUP reloads it\n"
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"

@@ -72,8 +72,9 @@ bool memory_event_store::replay(std::uint64_t stream, std::uint64_t after_seq,
   if (it == streams_.end()) return false;
   // Evicted events the client has not seen: a partial replay would silently lose them.
   if (after_seq < it->second.evicted || after_seq > it->second.last) return false;
-  for (const event& e : events_)
+  events_.for_each([&](const event& e) {
     if (e.stream == stream && e.seq > after_seq) f(e.seq, e.data);
+  });
   return true;
 }
 

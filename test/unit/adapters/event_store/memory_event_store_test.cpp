@@ -26,6 +26,32 @@ std::vector<std::string> replayed(const droid::event_store& store, std::uint64_t
 }  // namespace
 
 TEST_SUITE("adapters/event_store") {
+  TEST_CASE("the store's queue keeps its order across wrapping and growing, and frees what it pops") {
+    // Against a reference deque: pushes and pops interleaved so that the ring wraps at
+    // every size it grows through.
+    droid::detail::fifo<std::string> q;
+    std::vector<std::string> reference;
+    std::size_t popped = 0;
+    for (int i = 0; i < 500; ++i) {
+      q.push_back(std::string(40, 'a') + std::to_string(i));  // longer than the small-string buffer
+      reference.push_back(std::string(40, 'a') + std::to_string(i));
+      if (i % 3 == 2) {
+        REQUIRE_FALSE(q.empty());
+        CHECK(q.front() == reference[popped]);
+        q.pop_front();
+        ++popped;
+      }
+      REQUIRE(q.size() == reference.size() - popped);
+    }
+    std::vector<std::string> seen;
+    q.for_each([&](const std::string& v) { seen.push_back(v); });
+    CHECK(seen == std::vector<std::string>(reference.begin() + static_cast<std::ptrdiff_t>(popped), reference.end()));
+    while (!q.empty()) q.pop_front();
+    CHECK(q.size() == 0);
+    q.push_back("again");
+    CHECK(q.front() == "again");
+  }
+
   TEST_CASE("replay gives exactly the events after the id, of that stream only") {
     droid::memory_event_store store(10);
     store.append(1, 1, "a");
