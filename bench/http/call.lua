@@ -11,9 +11,10 @@ wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
 if session and session ~= "" then wrk.headers["Mcp-Session-Id"] = session end
 
--- MCP_SESSIONS (comma-separated), when set: each request goes to the next of these
--- sessions in turn, so that a run's sessions live on every shard as a real server's
--- clients do (wrk has no hook per connection to tie one session to each).
+-- MCP_SESSIONS (comma-separated), when set: each wrk thread sends every request of its
+-- own on one of these sessions (thread N on the Nth). The driver runs this row with one
+-- thread per connection, so each connection has its own session, as each client of a
+-- real server has (wrk has no hook per connection, only per thread).
 local sessions = {}
 for id in string.gmatch(os.getenv("MCP_SESSIONS") or "", "[^,]+") do sessions[#sessions + 1] = id end
 
@@ -32,9 +33,6 @@ local suffix = string.sub(body, #'{"jsonrpc":"2.0","id":1' + 1)
 request = function()
   counter = counter + 1
   local id = (thread_number or 0) * 1000000000 + counter
-  if #sessions > 0 then
-    -- Threads start at different sessions, so two threads do not move in step.
-    wrk.headers["Mcp-Session-Id"] = sessions[(counter + (thread_number or 0) * 7) % #sessions + 1]
-  end
+  if #sessions > 0 then wrk.headers["Mcp-Session-Id"] = sessions[((thread_number or 1) - 1) % #sessions + 1] end
   return wrk.format(nil, nil, nil, prefix .. string.format("%d", id) .. suffix)
 end
