@@ -274,7 +274,10 @@ TEST_SUITE("adapters/http/request_parser") {
         {"host", "h"}, {"accept", "a1"}, {"origin", "o"}, {"expect", "e"}, {"content-type", "c"},
         {"authorization", "z"}, {"last-event-id", "l"}, {"mcp-session-id", "s1"}, {"mcp-protocol-version", "v"},
         {"x-padd", "p"}, {"x-other-name", "x"}};
-    for (const auto& [name, value] : expected) {
+    for (const auto& field : expected) {
+      // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+      const char* const name = field.first;
+      const char* const value = field.second;
       CAPTURE(name);
       const std::string_view runtime_name = name;  // not a literal: the same answer
       REQUIRE(r.find(name) != nullptr);
