@@ -205,8 +205,7 @@ std::shared_ptr<const tool_entry> server_core::find_tool(std::string_view name) 
 }
 
 std::shared_ptr<const catalog> catalog::publish(const catalog& draft) {
-  auto out = std::make_shared<catalog>(draft);
-  out->tool_index.clear();
+  auto out = std::make_shared<catalog>(draft);  // the draft's index is always empty
   out->tool_index.reserve(out->tools.size());
   for (const auto& [name, entry] : out->tools) out->tool_index.emplace(name, &entry);
   return out;

@@ -23,8 +23,10 @@ using asio::ip::tcp;
 namespace {
 
 /// Suspends a coroutine and resumes it on `io`'s thread: how a connection's `run()`
-/// follows its socket to another shard. Like any coroutine suspended on an io_context,
-/// it relies on the listener running its loops dry before destroying them.
+/// follows its socket to another shard. Why not `co_await asio::post(io, use_task)`:
+/// `use_task`'s awaiter is touched after its operation starts, which is safe only when
+/// the operation completes on the awaiting thread. Like any coroutine suspended on an
+/// io_context, it relies on the listener running its loops dry before destroying them.
 struct resume_on {
   asio::io_context& io;
   bool await_ready() const noexcept { return false; }

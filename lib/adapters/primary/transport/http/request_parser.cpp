@@ -549,52 +549,24 @@ struct request_parser::impl {
       while (end > begin && is_ows(head[end - 1])) --end;
       const std::string_view value = view(begin, end);
       r.headers.push_back({name, value});
-      // One pass classifies the fields the framing depends on and indexes the ones the
-      // transport reads on every request (`request::known_slot`); the lengths tell them
-      // apart before any comparison of bytes, and each comparison is of a known length,
-      // which the compiler turns into a few word compares instead of a call.
-      const auto is = [&name]<std::size_t n>(const char (&literal)[n]) {
-        return std::memcmp(name.data(), literal, n - 1) == 0;
-      };
-      int slot = -1;
+      // One pass classifies the fields the framing depends on; the lengths tell them apart
+      // before any comparison of bytes.
       switch (name.size()) {
         case 4:
-          if (is("host")) {
-            ++hosts;
-            slot = request::known_slot("host");
-          }
-          break;
-        case 6:
-          slot = is("accept") ? request::known_slot("accept")
-                 : is("origin") ? request::known_slot("origin")
-                 : is("expect") ? request::known_slot("expect")
-                                : -1;
+          if (name == "host") ++hosts;
           break;
         case 10:
-          if (is("connection")) read_connection(value, connection);
-          break;
-        case 12:
-          if (is("content-type")) slot = request::known_slot("content-type");
-          break;
-        case 13:
-          slot = is("authorization") ? request::known_slot("authorization")
-                 : is("last-event-id") ? request::known_slot("last-event-id")
-                                       : -1;
-          break;
-        case 20:
-          if (is("mcp-protocol-version")) slot = request::known_slot("mcp-protocol-version");
+          if (name == "connection") read_connection(value, connection);
           break;
         case 14:
-          if (is("content-length")) {
+          if (name == "content-length") {
             ++lengths;
             length_value = value;
             length_raw = raw;
-          } else if (is("mcp-session-id")) {
-            slot = request::known_slot("mcp-session-id");
           }
           break;
         case 17:
-          if (is("transfer-encoding")) {
+          if (name == "transfer-encoding") {
             ++encodings;
             encoding_raw = raw;
           }
@@ -602,7 +574,8 @@ struct request_parser::impl {
         default:
           break;
       }
-      if (slot >= 0 && r.indexed_) {
+      // The same pass indexes the fields the transport reads on every request.
+      if (const int slot = request::known_slot(name); slot >= 0 && r.indexed_) {
         std::uint8_t& at = r.known_[static_cast<std::size_t>(slot)];
         if (at == 0) at = static_cast<std::uint8_t>(r.headers.size());
       }

@@ -15,10 +15,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace droid::http::detail {
@@ -79,15 +81,22 @@ struct request {
   /// How many fields are named `lower_name`.
   [[nodiscard]] std::size_t count(std::string_view lower_name) const noexcept;
 
-  /// The index slot of a field the transport reads on every request, or -1.
+  /// The index slot of a field the transport reads on every request, or -1. The one
+  /// table of those names: `find` folds it for a literal, the parser runs it per field.
   static constexpr int known_slot(std::string_view n) noexcept {
+    // The length is settled by the switch, so each comparison is of a known length:
+    // memcmp, which the compiler turns into a few word compares (string_view's == was
+    // left as a call per field in the parser).
+    const auto is = [n](std::string_view lit) {
+      return std::is_constant_evaluated() ? n == lit : std::memcmp(n.data(), lit.data(), lit.size()) == 0;
+    };
     switch (n.size()) {
-      case 4: return n == "host" ? 0 : -1;
-      case 6: return n == "accept" ? 1 : n == "origin" ? 2 : n == "expect" ? 3 : -1;
-      case 12: return n == "content-type" ? 4 : -1;
-      case 13: return n == "authorization" ? 5 : n == "last-event-id" ? 6 : -1;
-      case 14: return n == "mcp-session-id" ? 7 : -1;
-      case 20: return n == "mcp-protocol-version" ? 8 : -1;
+      case 4: return is("host") ? 0 : -1;
+      case 6: return is("accept") ? 1 : is("origin") ? 2 : is("expect") ? 3 : -1;
+      case 12: return is("content-type") ? 4 : -1;
+      case 13: return is("authorization") ? 5 : is("last-event-id") ? 6 : -1;
+      case 14: return is("mcp-session-id") ? 7 : -1;
+      case 20: return is("mcp-protocol-version") ? 8 : -1;
       default: return -1;
     }
   }
