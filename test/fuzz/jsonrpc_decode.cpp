@@ -14,6 +14,10 @@
 ///   nothing of one message may leak into the next.
 /// - `ir::string_member` and `ir::visit_json` over a decoded `params` never fail on text
 ///   the decoder validated, except for a lone surrogate (docs/reliability.md, 2.25).
+/// - The decoder's tree decides as its walk does: `decode` parses most messages into a
+///   tree and judges them from it, and the walk (`detail::decode_by_walking`) must reach
+///   the same verdict, member texts included. `ir::visit_params` (which reads the tree)
+///   and `ir::visit_json` over the params' text see the same values.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -68,6 +72,43 @@ std::string describe(const decoded& d) {
   return "rejection " + describe(std::get<rejection>(d));
 }
 
+/// A tree written out canonically, to compare the params' tree with the tree of their text.
+void write_node_to(const droid::ir::json_node& n, std::string& out) {
+  using t = droid::ir::json_node::type;
+  switch (n.kind()) {
+    case t::object:
+      out += '{';
+      n.for_each_member([&](std::string_view k, const droid::ir::json_node& v) {
+        droid::ir::append_json_string(out, k);
+        out += ':';
+        write_node_to(v, out);
+        out += ',';
+      });
+      out += '}';
+      break;
+    case t::array:
+      out += '[';
+      n.for_each_element([&](const droid::ir::json_node& v) {
+        write_node_to(v, out);
+        out += ',';
+      });
+      out += ']';
+      break;
+    case t::string: droid::ir::append_json_string(out, n.string()); break;
+    case t::integer: out += std::to_string(n.integer()); break;
+    case t::unsigned_integer: out += std::to_string(n.unsigned_integer()) + 'u'; break;
+    case t::floating: out += std::to_string(n.number()) + 'f'; break;
+    case t::boolean: out += n.boolean() ? "true" : "false"; break;
+    case t::null: out += "null"; break;
+  }
+}
+
+std::string write_node(const droid::ir::json_node& n) {
+  std::string out;
+  write_node_to(n, out);
+  return out;
+}
+
 /// The message's text as this project's encoders would write it.
 std::string reencode(const message& m) {
   std::string out;
@@ -89,6 +130,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const decoded first = droid::ir::decode(text);
   const std::string verdict = describe(first);
   DROID_FUZZ_CHECK(describe(droid::ir::decode(text)) == verdict, "decoding twice gave two answers");
+  DROID_FUZZ_CHECK(describe(droid::ir::detail::decode_by_walking(text)) == verdict,
+                   "the tree and the walk decided this message differently");
 
   if (const auto* r = std::get_if<rejection>(&first)) {
     DROID_FUZZ_CHECK(!r->message.empty(), "a rejection without a message");
@@ -126,6 +169,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   DROID_FUZZ_CHECK(reencode(*m2) == again, "encoding is not stable");
 
   if (m.params().present()) {
+    // Decoded again, so that the tree is this message's (`m` was decoded before the
+    // checks above decoded others).
+    const decoded fresh = droid::ir::decode(text);
+    std::string from_tree, from_text;
+    const std::error_code tree_ec = droid::ir::visit_params(
+        std::get<message>(fresh), [&](const droid::ir::json_node& n) { from_tree = write_node(n); });
+    const std::error_code text_ec = droid::ir::visit_json(
+        m.params().text, [&](const droid::ir::json_node& n) { from_text = write_node(n); });
+    DROID_FUZZ_CHECK(static_cast<bool>(tree_ec) == static_cast<bool>(text_ec), "the tree and the text disagree on parsing");
+    DROID_FUZZ_CHECK(from_tree == from_text, "the params' tree is not the tree of the params' text");
     const std::error_code ec = droid::ir::visit_json(m.params().text, [](const droid::ir::json_node& n) {
       // Walks the tape the typed decoders read, every node of it.
       struct walker {

@@ -48,15 +48,18 @@ bool may_name_version(ir::raw_json params) noexcept {
   return params.kind == ir::json_kind::object && params.text.find(version_key) != std::string_view::npos;
 }
 
+bool may_name_version(const ir::message& msg) noexcept {
+  return msg.params_kind() == ir::json_kind::object && msg.text().find(version_key) != std::string_view::npos;
+}
+
 bool is_modern_request(const ir::message& msg) {
   if (!msg.is_request()) return false;
   if (is_modern_only(msg.method())) return true;
-  const ir::raw_json params = msg.params();
-  if (!may_name_version(params)) return false;
+  if (!may_name_version(msg)) return false;
   // The key's text is there; whether it is really `_meta`'s (and not, say, inside a tool
-  // argument) takes a parse.
+  // argument) takes the params' tree (the decoder's, when it is still there).
   bool found = false;
-  (void)ir::visit_json(params.text, [&](const ir::json_node& p) { found = names_modern_version(p); });
+  (void)ir::visit_params(msg, [&](const ir::json_node& p) { found = names_modern_version(p); });
   return found;
 }
 
@@ -78,10 +81,10 @@ request_refusal unsupported_version(std::string_view requested) {
 
 std::optional<request_refusal> admit_modern(const server& srv, const ir::message& msg,
                                             std::optional<std::string_view> header_version, peer_info& peer) {
-  const ir::raw_json params = msg.params();
-  if (params.kind != ir::json_kind::object) return admit_modern(srv, msg.method(), nullptr, header_version, peer);
+  if (msg.params_kind() != ir::json_kind::object)
+    return admit_modern(srv, msg.method(), nullptr, header_version, peer);
   std::optional<request_refusal> refused;
-  (void)ir::visit_json(params.text, [&](const ir::json_node& p) {
+  (void)ir::visit_params(msg, [&](const ir::json_node& p) {
     refused = admit_modern(srv, msg.method(), &p, header_version, peer);
   });
   return refused;

@@ -119,16 +119,15 @@ void request_runner::impl::frame_result(std::string& buf, const ir::request_id& 
 void request_runner::impl::admit(request_runner& self, ir::request_id key, const ir::message& msg,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer, std::shared_ptr<const request_origin> origin) {
-  const ir::raw_json params = msg.params();
-  if (!params.present() || params.kind == ir::json_kind::null) {
+  if (const ir::json_kind kind = msg.params_kind(); kind == ir::json_kind::absent || kind == ir::json_kind::null) {
     admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
           std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin));
     return;
   }
   std::string_view detail;
   bool ran = false;
-  const std::error_code ec = ir::visit_json(
-      params.text,
+  const std::error_code ec = ir::visit_params(
+      msg,
       [&](const ir::json_node& node) {
         ran = true;
         admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,

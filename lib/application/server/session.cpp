@@ -297,7 +297,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
   // A 2026-07-28 request on the same connection (stdio carries both eras): it brings its
   // own view of the client and touches nothing of the session's. Its params are parsed
   // once, for telling it from a 2025 request, for its _meta and for its handler.
-  if (const bool only_modern = is_modern_only(msg.method()); only_modern || may_name_version(msg.params())) {
+  if (const bool only_modern = is_modern_only(msg.method()); only_modern || may_name_version(msg)) {
     bool modern = false;
     const auto serve_modern = [&](const ir::json_node* params) {
       // The key's text may be inside an argument of a 2025 request: then it is not one.
@@ -313,10 +313,9 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       s.runner->serve_parsed(msg.id(), msg.method(), msg.id(), params, std::move(stream), own_stream,
                              std::move(peer), msg.text().size());
     };
-    const ir::raw_json params = msg.params();
-    if (params.kind == ir::json_kind::object || params.kind == ir::json_kind::array) {
+    if (const ir::json_kind kind = msg.params_kind(); kind == ir::json_kind::object || kind == ir::json_kind::array) {
       std::string_view detail;
-      if (ir::visit_json(params.text, [&](const ir::json_node& p) { serve_modern(&p); }, &detail) && only_modern) {
+      if (ir::visit_params(msg, [&](const ir::json_node& p) { serve_modern(&p); }, &detail) && only_modern) {
         // Validated text that still does not parse (a lone surrogate escape).
         s.send_error(to, msg.id(), ir::errc::invalid_params, "Invalid params: " + std::string(detail));
         return;

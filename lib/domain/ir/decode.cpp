@@ -21,10 +21,12 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <vector>
 
 // g++ 12 at -O3 reports "dangling pointer to an unnamed temporary" inside simdjson's
@@ -45,6 +47,14 @@ struct message_builder {
     m.f_->text_size = m.f_->text.size();
     return m;
   }
+  /// For a message decoded from its tree: the spans' kinds are set, their places are not.
+  static void unlocated(message& m) {
+    message::fields& f = *m.f_;
+    f.located = f.params.kind == json_kind::absent && f.result.kind == json_kind::absent &&
+                 f.error_data.kind == json_kind::absent;
+  }
+  static void set_tree(message& m, std::uint64_t ticket) { m.f_->tree = ticket; }
+  static std::uint64_t tree_of(const message& m) { return m.f_->tree; }
   static message::span span_of(const message& m, std::string_view v, json_kind kind) {
     return {static_cast<std::uint32_t>(v.data() - m.f_->text.data()), static_cast<std::uint32_t>(v.size()), kind};
   }
@@ -224,16 +234,67 @@ od::parser& thread_parser() {
 
 static_assert(decode_padding >= simdjson::SIMDJSON_PADDING, "transports reserve too little for the parser");
 
-decoded decode(std::string text) {
-  const std::size_t size = text.size();
-  if (size > std::numeric_limits<std::uint32_t>::max()) return invalid("message too large");
-  // simdjson reads up to SIMDJSON_PADDING bytes past the end; reserving them here (once,
-  // usually within the transport's existing capacity) avoids a padded copy.
-  text.reserve(size + simdjson::SIMDJSON_PADDING);
-  message m;
-  message_builder::set(m, std::move(text));
-  std::string_view buffer = m.text();
+namespace {
+
+/// What an envelope says, gathered during one pass over the root object and judged after
+/// it, because a parse error anywhere in the document outranks every shape complaint.
+/// Both decoders below fill it; `judge` alone turns it into a message or a rejection, so
+/// the two cannot disagree about shapes.
+struct envelope {
+  bool dup = false;
+  bool seen_jsonrpc = false, seen_id = false, seen_method = false, seen_params = false, seen_result = false,
+       seen_error = false;
+  bool jsonrpc_ok = false, id_valid = false, method_ok = false, error_ok = false;
+  std::optional<request_id> id;
+  std::string method;
+  message::span params, result, error_data;
+  std::int64_t error_code_value = 0;
+  std::string error_message;
+};
+
+decoded judge(message&& m, envelope& e) {
+  // The id is echoed only when it is one MCP allows (docs/reliability.md, 2.4).
+  std::optional<request_id> echo = e.id_valid ? e.id : std::nullopt;
+  if (e.dup) return invalid("Invalid Request: duplicate member in the JSON-RPC envelope");
+  if (!e.seen_jsonrpc || !e.jsonrpc_ok) return invalid("Invalid Request: \"jsonrpc\" must be \"2.0\"", echo);
+
+  if (e.seen_method) {
+    if (!e.method_ok) return invalid("Invalid Request: \"method\" must be a string");
+    if (e.seen_id && !e.id_valid) return invalid("Invalid Request: \"id\" must be an integer or a string");
+    if (e.seen_result || e.seen_error)
+      return invalid("Invalid Request: a request cannot carry a result or an error", echo);
+    message_builder::fill(m, e.seen_id ? message_kind::request : message_kind::notification, std::move(e.id),
+                          std::move(e.method), e.params, {}, {}, 0, {});
+    return decoded(std::in_place_index<0>, std::move(m));
+  }
+
+  // No method: a response, or nothing at all.
+  if (e.seen_id && e.id_valid && (e.seen_result != e.seen_error)) {
+    if (e.seen_error && !e.error_ok) {
+      rejection r = invalid("malformed error response: error needs an integer code and a string message", echo);
+      r.answer = false;
+      return r;
+    }
+    message_builder::fill(m, e.seen_result ? message_kind::response : message_kind::error, std::move(e.id), {}, {},
+                          e.result, e.error_data, e.error_code_value, std::move(e.error_message));
+    return decoded(std::in_place_index<0>, std::move(m));
+  }
+  if (e.seen_result || e.seen_error) {
+    // A malformed answer (both members, or a bad id) is dropped: answering an answer
+    // could loop between two peers that both do so (docs/reliability.md, 2.17).
+    rejection r = invalid("malformed response: it needs a valid id and exactly one of result or error", echo);
+    r.answer = false;
+    return r;
+  }
+  return invalid("Invalid Request: a message needs a \"method\" (request or notification) or a result", echo);
+}
+
+/// The decoder that settles every message: one On-Demand walk over the whole document
+/// (see the file comment). It keeps the members' text as spans and builds no tree.
+decoded decode_walking(message&& m) {
+  const std::string_view buffer = m.text();
   const char* base = buffer.data();
+  const std::size_t size = buffer.size();
 
   od::document doc;
   if (auto e = thread_parser()
@@ -270,18 +331,7 @@ decoded decode(std::string text) {
   od::object root;
   if (auto e = doc.get_object().get(root)) return parse_failure(e);
 
-  // What the envelope says, gathered during the one walk and judged after it, because a
-  // parse error anywhere in the document outranks every shape complaint.
-  bool dup = false;
-  bool seen_jsonrpc = false, seen_id = false, seen_method = false, seen_params = false, seen_result = false,
-       seen_error = false;
-  bool jsonrpc_ok = false, id_valid = false, method_ok = false, error_ok = false;
-  std::optional<request_id> id;
-  std::string method;
-  message::span params, result, error_data;
-  std::int64_t error_code_value = 0;
-  std::string error_message;
-
+  envelope env;
   auto capture = [&](od::value v, od::json_type t, message::span& out) -> error_code {
     const std::string_view token = v.raw_json_token();
     const char* start = token.data();
@@ -310,51 +360,51 @@ decoded decode(std::string text) {
     // Exact, case-sensitive matches only: "Method" and "method\u0000" are unknown members
     // (docs/reliability.md, 2.21, 2.22), so they are walked and otherwise ignored.
     if (key == "jsonrpc") {
-      dup |= seen_jsonrpc;
-      seen_jsonrpc = true;
+      env.dup |= env.seen_jsonrpc;
+      env.seen_jsonrpc = true;
       std::string_view s;
       if (t == od::json_type::string) {
         if (v.get_string().get(s)) return parse_failure(simdjson::STRING_ERROR);
-        jsonrpc_ok = (s == "2.0");
+        env.jsonrpc_ok = (s == "2.0");
       } else if (auto e = walk(v, 2)) {
         return parse_failure(e);
       }
     } else if (key == "id") {
-      dup |= seen_id;
-      seen_id = true;
+      env.dup |= env.seen_id;
+      env.seen_id = true;
       if (t == od::json_type::number || t == od::json_type::string) {
         // Validate the number fully first: an overflowing one is a parse error.
         if (t == od::json_type::number) {
           od::number n;
           if (auto e = v.get_number().get(n)) return parse_failure(e);
         }
-        id = read_id(v, id_valid);
-        if (t == od::json_type::string && !id_valid) return parse_failure(simdjson::STRING_ERROR);
+        env.id = read_id(v, env.id_valid);
+        if (t == od::json_type::string && !env.id_valid) return parse_failure(simdjson::STRING_ERROR);
       } else if (auto e = walk(v, 2)) {
         return parse_failure(e);
       }
     } else if (key == "method") {
-      dup |= seen_method;
-      seen_method = true;
+      env.dup |= env.seen_method;
+      env.seen_method = true;
       if (t == od::json_type::string) {
         std::string_view s;
         if (auto e = v.get_string().get(s)) return parse_failure(e);
-        method.assign(s);
-        method_ok = true;
+        env.method.assign(s);
+        env.method_ok = true;
       } else if (auto e = walk(v, 2)) {
         return parse_failure(e);
       }
     } else if (key == "params") {
-      dup |= seen_params;
-      seen_params = true;
-      if (auto e = capture(v, t, params)) return parse_failure(e);
+      env.dup |= env.seen_params;
+      env.seen_params = true;
+      if (auto e = capture(v, t, env.params)) return parse_failure(e);
     } else if (key == "result") {
-      dup |= seen_result;
-      seen_result = true;
-      if (auto e = capture(v, t, result)) return parse_failure(e);
+      env.dup |= env.seen_result;
+      env.seen_result = true;
+      if (auto e = capture(v, t, env.result)) return parse_failure(e);
     } else if (key == "error") {
-      dup |= seen_error;
-      seen_error = true;
+      env.dup |= env.seen_error;
+      env.seen_error = true;
       if (t != od::json_type::object) {
         if (auto e = walk(v, 2)) return parse_failure(e);
         continue;
@@ -374,62 +424,264 @@ decoded decode(std::string text) {
           od::number n;
           if (auto e = ev.get_number().get(n)) return parse_failure(e);
           if (n.is_int64()) {
-            error_code_value = n.get_int64();
+            env.error_code_value = n.get_int64();
             has_code = true;
           }
         } else if (ek == "message" && et == od::json_type::string) {
           std::string_view s;
           if (auto e = ev.get_string().get(s)) return parse_failure(e);
-          error_message.assign(s);
+          env.error_message.assign(s);
           has_message = true;
         } else if (ek == "data") {
-          if (auto e = capture(ev, et, error_data)) return parse_failure(e);
+          if (auto e = capture(ev, et, env.error_data)) return parse_failure(e);
         } else if (auto e = walk(ev, 3)) {
           return parse_failure(e);
         }
       }
-      error_ok = has_code && has_message;
+      env.error_ok = has_code && has_message;
     } else if (auto e = walk(v, 2)) {
       // Unknown members are ignored (docs/reliability.md, 2.30) but still validated.
       return parse_failure(e);
     }
   }
   if (!at_end(doc)) return parse_failure(simdjson::TRAILING_CONTENT);
+  return judge(std::move(m), env);
+}
 
-  // The document is valid JSON; from here on every complaint is about its shape. The id
-  // is echoed only when it is one MCP allows (docs/reliability.md, 2.4).
-  std::optional<request_id> echo = id_valid ? id : std::nullopt;
-  if (dup) return invalid("Invalid Request: duplicate member in the JSON-RPC envelope");
-  if (!seen_jsonrpc || !jsonrpc_ok) return invalid("Invalid Request: \"jsonrpc\" must be \"2.0\"", echo);
+// ---- the tree --------------------------------------------------------------------------
+//
+// Most messages are requests whose params a handler reads as a tree right after decoding.
+// The walk above validates the params and a handler's parse then reads them a second
+// time: about 1,000 instructions of a 25,000-instruction request (2,000 for a 2026-07-28
+// one, whose params carry its _meta), docs/benchmarks.md. So the decoder first parses the
+// message into a tree, judges the envelope from it, and keeps the tree for `visit_params`:
+// one parse per message. The walk stays the judge of everything the tree does not accept
+// as plainly valid (errors, lone surrogates, exotic numbers, extreme depth): those take
+// the walk afterwards, and answer exactly as before.
 
-  if (seen_method) {
-    if (!method_ok) return invalid("Invalid Request: \"method\" must be a string");
-    if (seen_id && !id_valid) return invalid("Invalid Request: \"id\" must be an integer or a string");
-    if (seen_result || seen_error) return invalid("Invalid Request: a request cannot carry a result or an error", echo);
-    message_builder::fill(m, seen_id ? message_kind::request : message_kind::notification, std::move(id),
-                          std::move(method), params, {}, {}, 0, {});
-    return decoded(std::in_place_index<0>, std::move(m));
+/// Messages up to this size are parsed into the tree; larger ones take the walk. The
+/// tree's buffers grow to the largest message parsed into them and stay (about 14 bytes
+/// per byte of text), so the bound is what each thread keeps: about 1 MB.
+constexpr std::size_t tree_limit = 64 * 1024;
+
+/// The tree of the last message this thread decoded, and the ticket that names it.
+///
+/// Why tickets and not pointers: a message carries its ticket wherever it goes; only on
+/// this thread, and only until this thread's next decode, does the ticket still name this
+/// tree. A ticket is unique in the process (a thread number in its high bits), so a
+/// message that moved to another thread can never mistake that thread's tree for its own.
+struct decoded_tree {
+  simdjson::dom::parser parser;
+  simdjson::dom::element params;
+  std::uint64_t ticket = 0;  ///< names the tree now in `parser`; 0 while none is usable
+  std::uint64_t last = 0;    ///< the last ticket this thread issued
+  std::uint32_t readers = 0;  ///< visits under way: the tree must not be reparsed under them
+  bool usable = false;  ///< the parser's first allocation succeeded
+
+  decoded_tree() {
+    static std::atomic<std::uint64_t> threads{0};
+    last = (threads.fetch_add(1, std::memory_order_relaxed) + 1) << 40;
+    // Depth: the walk allows 128 levels counting scalars, the tree counts containers; two
+    // fewer keeps every tree it accepts within what the walk accepts (the rest walk).
+    usable = !parser.allocate(4096, max_depth - 2);
   }
+};
 
-  // No method: a response, or nothing at all.
-  if (seen_id && id_valid && (seen_result != seen_error)) {
-    if (seen_error && !error_ok) {
-      rejection r = invalid("malformed error response: error needs an integer code and a string message", echo);
-      r.answer = false;
-      return r;
+decoded_tree& thread_tree() {
+  thread_local decoded_tree tree;
+  return tree;
+}
+
+/// Decodes `m` from a tree, or says it cannot (nothing), and the walk decides instead.
+/// Declines everything that is not a plainly valid object with plain integer ids and
+/// codes, so that only messages the walk would accept in the same way are decided here.
+std::optional<decoded> decode_from_tree(message& m, decoded_tree& t) {
+  t.ticket = 0;  // the parse below overwrites whatever tree was there
+  const std::string_view text = m.text();
+  namespace dom = simdjson::dom;
+  dom::element root;
+  // In place: `decode` reserved the parser's padding after the text.
+  if (t.parser.parse(text.data(), text.size(), false).get(root)) return std::nullopt;
+  dom::object object;
+  if (root.get_object().get(object)) return std::nullopt;
+
+  const auto kind = [](dom::element v) {
+    switch (v.type()) {
+      case dom::element_type::ARRAY: return json_kind::array;
+      case dom::element_type::OBJECT: return json_kind::object;
+      case dom::element_type::INT64:
+      case dom::element_type::UINT64:
+      case dom::element_type::DOUBLE: return json_kind::number;
+      case dom::element_type::STRING: return json_kind::string;
+      case dom::element_type::BOOL: return json_kind::boolean;
+      case dom::element_type::NULL_VALUE: return json_kind::null;
     }
-    message_builder::fill(m, seen_result ? message_kind::response : message_kind::error, std::move(id), {}, {},
-                          result, error_data, error_code_value, std::move(error_message));
-    return decoded(std::in_place_index<0>, std::move(m));
+    return json_kind::absent;
+  };
+  envelope env;
+  dom::element params;
+  for (const dom::key_value_pair member : object) {
+    const std::string_view key = member.key;
+    const dom::element v = member.value;
+    const dom::element_type type = v.type();
+    if (key == "jsonrpc") {
+      env.dup |= env.seen_jsonrpc;
+      env.seen_jsonrpc = true;
+      std::string_view s;
+      env.jsonrpc_ok = !v.get_string().get(s) && s == "2.0";
+    } else if (key == "id") {
+      env.dup |= env.seen_id;
+      env.seen_id = true;
+      if (type == dom::element_type::INT64) {
+        std::int64_t n = 0;
+        if (v.get_int64().get(n)) return std::nullopt;
+        env.id = request_id(n);
+        env.id_valid = true;
+      } else if (type == dom::element_type::STRING) {
+        std::string_view s;
+        if (v.get_string().get(s)) return std::nullopt;
+        env.id = request_id(std::string(s));
+        env.id_valid = true;
+      } else if (type == dom::element_type::UINT64 || type == dom::element_type::DOUBLE) {
+        return std::nullopt;  // how a number is classed is the walk's to say
+      }
+    } else if (key == "method") {
+      env.dup |= env.seen_method;
+      env.seen_method = true;
+      std::string_view s;
+      if (!v.get_string().get(s)) {
+        env.method.assign(s);
+        env.method_ok = true;
+      }
+    } else if (key == "params") {
+      env.dup |= env.seen_params;
+      env.seen_params = true;
+      env.params.kind = kind(v);
+      params = v;
+    } else if (key == "result") {
+      env.dup |= env.seen_result;
+      env.seen_result = true;
+      env.result.kind = kind(v);
+    } else if (key == "error") {
+      env.dup |= env.seen_error;
+      env.seen_error = true;
+      dom::object eo;
+      if (v.get_object().get(eo)) continue;
+      bool has_code = false, has_message = false;
+      for (const dom::key_value_pair em : eo) {
+        const dom::element_type et = em.value.type();
+        if (em.key == "code" && (et == dom::element_type::INT64)) {
+          std::int64_t n = 0;
+          if (em.value.get_int64().get(n)) return std::nullopt;
+          env.error_code_value = n;
+          has_code = true;
+        } else if (em.key == "code" && (et == dom::element_type::UINT64 || et == dom::element_type::DOUBLE)) {
+          return std::nullopt;
+        } else if (em.key == "message" && et == dom::element_type::STRING) {
+          std::string_view s;
+          if (em.value.get_string().get(s)) return std::nullopt;
+          env.error_message.assign(s);
+          has_message = true;
+        } else if (em.key == "data") {
+          env.error_data.kind = kind(em.value);
+        }
+      }
+      env.error_ok = has_code && has_message;
+    }
   }
-  if (seen_result || seen_error) {
-    // A malformed answer (both members, or a bad id) is dropped: answering an answer
-    // could loop between two peers that both do so (docs/reliability.md, 2.17).
-    rejection r = invalid("malformed response: it needs a valid id and exactly one of result or error", echo);
-    r.answer = false;
-    return r;
+  decoded d = judge(std::move(m), env);
+  if (auto* out = std::get_if<message>(&d)) {
+    message_builder::unlocated(*out);
+    if (env.seen_params && out->kind() != message_kind::response && out->kind() != message_kind::error) {
+      t.params = params;
+      t.ticket = ++t.last;
+      message_builder::set_tree(*out, t.ticket);
+    }
   }
-  return invalid("Invalid Request: a message needs a \"method\" (request or notification) or a result", echo);
+  return d;
+}
+
+}  // namespace
+
+namespace {
+
+/// Decodes `text` from its tree when `use_tree` allows and the tree accepts it, otherwise
+/// by the walk.
+decoded decode_text(std::string&& text, bool use_tree) {
+  const std::size_t size = text.size();
+  if (size > std::numeric_limits<std::uint32_t>::max()) return invalid("message too large");
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end; reserving them here (once,
+  // usually within the transport's existing capacity) avoids a padded copy.
+  text.reserve(size + simdjson::SIMDJSON_PADDING);
+  message m;
+  message_builder::set(m, std::move(text));
+  if (use_tree && size <= tree_limit) {
+    decoded_tree& t = thread_tree();
+    // A decode inside a visit of the tree (a request served from a handler that is still
+    // reading its params) must leave that tree alone: it walks.
+    if (t.usable && t.readers == 0)
+      if (std::optional<decoded> d = decode_from_tree(m, t)) return std::move(*d);
+  }
+  return decode_walking(std::move(m));
+}
+
+}  // namespace
+
+decoded decode(std::string text) { return decode_text(std::move(text), true); }
+
+namespace detail {
+decoded decode_by_walking(std::string text) { return decode_text(std::move(text), false); }
+}  // namespace detail
+
+void message::locate(fields& f) noexcept {
+  // Only a message decoded from its tree gets here, so the text is valid JSON: an
+  // On-Demand pass that skips containers by their brackets finds every span exactly.
+  f.located = true;
+  // A copy of a message has no room after its text; the parser needs it.
+  f.text.reserve(f.text_size + simdjson::SIMDJSON_PADDING);
+  od::document doc;
+  if (thread_parser()
+          .iterate(simdjson::padded_string_view(f.text.data(), f.text_size, f.text_size + simdjson::SIMDJSON_PADDING))
+          .get(doc))
+    return;
+  const auto span_of = [&](od::value v, span& out) {
+    std::string_view raw;
+    od::json_type t;
+    if (v.type().get(t)) return;
+    if (t == od::json_type::object) {
+      od::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) return;
+    } else if (t == od::json_type::array) {
+      od::array a;
+      if (v.get_array().get(a) || a.raw_json().get(raw)) return;
+    } else {
+      raw = v.raw_json_token();
+    }
+    raw = trim_end(raw.data(), raw.data() + raw.size());
+    out.offset = static_cast<std::uint32_t>(raw.data() - f.text.data());
+    out.size = static_cast<std::uint32_t>(raw.size());
+  };
+  od::object root;
+  if (doc.get_object().get(root)) return;
+  for (auto field_result : root) {
+    od::field fl;
+    std::string_view key;
+    if (std::move(field_result).get(fl) || fl.unescaped_key().get(key)) return;
+    if (key == "params") {
+      span_of(fl.value(), f.params);
+    } else if (key == "result") {
+      span_of(fl.value(), f.result);
+    } else if (key == "error") {
+      od::object eo;
+      if (fl.value().get_object().get(eo)) continue;
+      for (auto ef_result : eo) {
+        od::field ef;
+        std::string_view ek;
+        if (std::move(ef_result).get(ef) || ef.unescaped_key().get(ek)) return;
+        if (ek == "data") span_of(ef.value(), f.error_data);
+      }
+    }
+  }
 }
 
 // ---- json_node -------------------------------------------------------------------------
@@ -551,29 +803,86 @@ std::optional<std::string> string_member(const raw_json& params, std::string_vie
   return out;
 }
 
+namespace {
+
+/// The parser for a visit at the current nesting depth, and the depth's bookkeeping.
+///
+/// Why per depth: a nested visit (a decoder that decodes, a request served from inside the
+/// callback that read its params) gets a parser of its own, so it cannot overwrite the
+/// tape its caller is still reading. Parsers are kept per depth: a parser made per nested
+/// call would allocate its buffers every time, and serving a request from inside a visit
+/// makes nesting the common case.
+struct visit_depth {
+  static simdjson::dom::parser& parser() {
+    if (depth() == parsers().size()) parsers().push_back(std::make_unique<simdjson::dom::parser>(1u << 26));
+    return *parsers()[depth()];
+  }
+  static std::vector<std::unique_ptr<simdjson::dom::parser>>& parsers() {
+    thread_local std::vector<std::unique_ptr<simdjson::dom::parser>> p;
+    return p;
+  }
+  static std::size_t& depth() {
+    thread_local std::size_t d = 0;
+    return d;
+  }
+};
+
+/// Calls `visit` with `node`, holding the current depth's parser for the duration.
+void visit_at_depth(const simdjson::dom::element& node, void (*visit)(void*, const json_node&), void* ctx) {
+  ++visit_depth::depth();
+  struct leave {
+    ~leave() { --visit_depth::depth(); }
+  } guard;
+  visit(ctx, json_node_access::make(node));
+}
+
+}  // namespace
+
 std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&), void* ctx,
                            std::string_view* detail) {
-  // A nested visit (a decoder that decodes, a request served from inside the callback
-  // that read its params) gets a parser of its own, so it cannot overwrite the tape its
-  // caller is still reading. Parsers are kept per depth: a parser made per nested call
-  // would allocate its buffers every time, and serving a request from inside a visit
-  // makes nesting the common case.
-  thread_local std::vector<std::unique_ptr<simdjson::dom::parser>> parsers;
-  thread_local std::size_t depth = 0;
-  if (depth == parsers.size()) parsers.push_back(std::make_unique<simdjson::dom::parser>(1u << 26));
-  simdjson::dom::parser& parser = *parsers[depth];
+  simdjson::dom::parser& parser = visit_depth::parser();
   simdjson::dom::element root;
   // `parse` copies into its own padded buffer: the views we get are not padded.
   if (auto e = parser.parse(text.data(), text.size(), true).get(root)) {
     if (detail) *detail = simdjson::error_message(e);
     return make_error_code(errc::invalid_params);
   }
-  ++depth;
-  struct leave {
-    std::size_t& d;
-    ~leave() { --d; }
-  } guard{depth};
-  visit(ctx, json_node_access::make(root));
+  visit_at_depth(root, visit, ctx);
+  return {};
+}
+
+std::error_code visit_params(const message& m, void (*visit)(void*, const json_node&), void* ctx,
+                             std::string_view* detail) {
+  if (m.params_kind() == json_kind::absent) {
+    if (detail) *detail = "the request has no params";
+    return make_error_code(errc::invalid_params);
+  }
+  const std::uint64_t ticket = message_builder::tree_of(m);
+  if (ticket == 0) return visit_json(m.params().text, visit, ctx, detail);
+  decoded_tree& t = thread_tree();
+  if (t.ticket == ticket) {
+    // The tree the decoder built is still this thread's last: no parse at all.
+    ++t.readers;
+    struct leave {
+      std::uint32_t& r;
+      ~leave() { --r; }
+    } guard{t.readers};
+    visit(ctx, json_node_access::make(t.params));
+    return {};
+  }
+  // The message moved to another thread, or this one decoded another since: its whole
+  // text parses again (it did once, into a tree), without first finding where params is.
+  simdjson::dom::parser& parser = visit_depth::parser();
+  simdjson::dom::element root, params;
+  if (auto e = parser.parse(m.text().data(), m.text().size(), true).get(root)) {
+    if (detail) *detail = simdjson::error_message(e);
+    return make_error_code(errc::invalid_params);
+  }
+  if (root.at_key("params").get(params)) {
+    if (detail) *detail = "the request has no params";
+    return make_error_code(errc::invalid_params);
+  }
+  visit_at_depth(params, visit, ctx);
   return {};
 }
 

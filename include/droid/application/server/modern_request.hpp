@@ -62,6 +62,9 @@ struct request_refusal {
 /// True when `params` (validated text) may name a version: the key's text is in it.
 /// Why: the cheap test a 2025 request pays instead of a parse.
 [[nodiscard]] bool may_name_version(ir::raw_json params) noexcept;
+/// The same for request `msg`, looking in its whole text (a superset of its params):
+/// finding where the params are would cost more than the search it saves.
+[[nodiscard]] bool may_name_version(const ir::message& msg) noexcept;
 
 /// Reads request `msg`'s `_meta` into `peer` and checks it against this server. Over HTTP
 /// `header_version` is the `MCP-Protocol-Version` header (none when absent); stdio passes

@@ -99,6 +99,24 @@ template <class F>
 }
 
 struct raw_json;
+class message;
+
+/// Calls `visit` with the tree of `m`'s params; an error (with `detail`) when they are
+/// absent or do not parse (a lone surrogate escape, docs/reliability.md, 2.25).
+///
+/// Why not `visit_json(m.params().text, ...)`: the decoder parsed the message into a
+/// tree already, and on the thread that decoded it, until that thread decodes another,
+/// the tree is still there: the params are then read without parsing them again.
+[[nodiscard]] std::error_code visit_params(const message& m, void (*visit)(void*, const json_node&), void* ctx,
+                                           std::string_view* detail = nullptr);
+
+/// The same with any callable `f(const json_node&)`.
+template <class F>
+[[nodiscard]] std::error_code visit_params(const message& m, F&& f, std::string_view* detail = nullptr) {
+  return visit_params(
+      m, [](void* c, const json_node& n) { (*static_cast<std::remove_reference_t<F>*>(c))(n); },
+      static_cast<void*>(&f), detail);
+}
 
 /// The string member `key` of a JSON object, or nothing when `params` is not an object
 /// or has no such string. For the many handlers whose parameters are one string.

@@ -90,6 +90,9 @@ class message {
   [[nodiscard]] const std::string& method() const noexcept { return f_->method; }
   /// `params` as validated text; `present()` is false when the member was absent.
   [[nodiscard]] raw_json params() const noexcept { return view(f_->params); }
+  /// What `params` holds, or `absent`: the same as `params().kind`, without finding the
+  /// text (see `fields::located`), for a caller that then visits the params' tree.
+  [[nodiscard]] json_kind params_kind() const noexcept { return f_->params.kind; }
   /// `result` of a response.
   [[nodiscard]] raw_json result() const noexcept { return view(f_->result); }
   /// `error.code` of an error response.
@@ -110,6 +113,10 @@ class message {
 
  private:
   friend struct message_builder;  // lib/domain/ir/decode.cpp
+  struct fields;
+  /// Finds where `params`, `result` and `error.data` sit in the text, for a message whose
+  /// parse did not say (lib/domain/ir/decode.cpp).
+  static void locate(fields& f) noexcept;
   /// The message's state, boxed so that a move is a pointer (see the class comment).
   struct fields {
     /// The bytes, with the parser's padding reserved after `text_size` of them.
@@ -122,9 +129,18 @@ class message {
     span result;
     span error_data;
     std::int64_t error_code = 0;
+    /// Names the parsed tree that this message's params still have on the thread that
+    /// decoded it (0: none); `visit_params` reuses the tree instead of parsing again.
+    std::uint64_t tree = 0;
     message_kind kind = message_kind::notification;
+    /// False while the spans' kinds are known but not their offsets: the tree the decoder
+    /// built says what each member holds, not where its text is, and most requests never
+    /// ask for the text. The first view finds all three.
+    bool located = true;
   };
-  [[nodiscard]] raw_json view(span s) const noexcept {
+  [[nodiscard]] raw_json view(const span& s) const noexcept {
+    if (!f_->located) [[unlikely]]
+      locate(*f_);
     return {std::string_view(f_->text.data() + s.offset, s.size), s.kind};
   }
 

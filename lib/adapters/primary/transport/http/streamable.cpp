@@ -373,8 +373,8 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer),
                                   msg.text().size());
   };
-  if (const ir::raw_json params = msg.params(); params.kind == ir::json_kind::object) {
-    (void)ir::visit_json(params.text, [&](const ir::json_node& p) { check(&p); });
+  if (msg.params_kind() == ir::json_kind::object) {
+    (void)ir::visit_params(msg, [&](const ir::json_node& p) { check(&p); });
   } else {
     check(nullptr);
   }
