@@ -19,30 +19,47 @@ namespace {
 
 constexpr std::string_view cursor_prefix = "dc1.";
 
-/// Reads `_meta.progressToken` (an integer or a string) when the client sent one.
-std::optional<ir::request_id> progress_token_of(const ir::json_node& params) {
-  ir::json_node meta, token;
-  if (!params.find("_meta", meta) || !meta.find("progressToken", token)) return std::nullopt;
-  if (token.kind() == ir::json_node::type::integer) return ir::request_id(token.integer());
-  if (token.kind() == ir::json_node::type::string) return ir::request_id(std::string(token.string()));
-  return std::nullopt;
+/// What a request's `_meta` says that every call reads: its progress token and its
+/// OpenTelemetry keys, found in one pass over the members.
+///
+/// Why one pass: a search per key walks the members again each time, and a tools/call
+/// paid about 250 instructions for the five searches (docs/benchmarks.md).
+struct request_meta {
+  std::optional<ir::request_id> progress_token;
+  trace_context trace;
+};
+
+request_meta meta_of(const ir::json_node* meta) {
+  request_meta m;
+  if (!meta || meta->kind() != ir::json_node::type::object) return m;
+  bool token_seen = false, parent_seen = false, state_seen = false, baggage_seen = false;
+  // The first of duplicate keys counts, as `json_node::find` would have it.
+  const auto text = [](const ir::json_node& v, bool& seen, std::string& out) {
+    if (seen) return;
+    seen = true;
+    if (v.kind() == ir::json_node::type::string) out = std::string(v.string());
+  };
+  meta->for_each_member([&](std::string_view key, const ir::json_node& v) {
+    if (key == "progressToken") {
+      if (token_seen) return;
+      token_seen = true;
+      if (v.kind() == ir::json_node::type::integer) m.progress_token = ir::request_id(v.integer());
+      if (v.kind() == ir::json_node::type::string) m.progress_token = ir::request_id(std::string(v.string()));
+    } else if (key == "traceparent") {
+      text(v, parent_seen, m.trace.traceparent);
+    } else if (key == "tracestate") {
+      text(v, state_seen, m.trace.tracestate);
+    } else if (key == "baggage") {
+      text(v, baggage_seen, m.trace.baggage);
+    }
+  });
+  return m;
 }
 
 /// The authenticated caller of the request on `channel`, or null (no authentication).
 const principal* caller_of(const request_channel& channel) noexcept {
   const request_origin* o = channel.origin();
   return o ? o->principal.get() : nullptr;
-}
-
-/// Reads the OpenTelemetry keys of `_meta` (nothing allocated when there are none).
-trace_context trace_of(const ir::json_node& params) {
-  trace_context t;
-  ir::json_node meta, v;
-  if (!params.find("_meta", meta) || meta.kind() != ir::json_node::type::object) return t;
-  if (meta.find("traceparent", v) && v.kind() == ir::json_node::type::string) t.traceparent = std::string(v.string());
-  if (meta.find("tracestate", v) && v.kind() == ir::json_node::type::string) t.tracestate = std::string(v.string());
-  if (meta.find("baggage", v) && v.kind() == ir::json_node::type::string) t.baggage = std::string(v.string());
-  return t;
 }
 
 /// Runs a tool to completion, turning whatever it does into a reply: the whole response
@@ -498,14 +515,13 @@ std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* param
 /// that requires them, called without, is -32601 (MUST). 2026-07-28: the server decides,
 /// for a client that declared the extension; `params.task` is an older client's hint and
 /// means nothing. Earlier revisions have no tasks: a tool that requires one cannot run.
-std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::json_node& p, request_scope& scope,
-                                            bool& detach_first) {
+std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::json_node* task_member,
+                                            request_scope& scope, bool& detach_first) {
   const peer_info& peer = scope.peer;
   const task_support support = tool.info.tasks;
   const std::string& name = tool.info.name;
   if (has(peer.revision, wire_feature::core_tasks)) {
-    ir::json_node asked;
-    const bool wants = p.find("task", asked) && asked.kind() != ir::json_node::type::null;
+    const bool wants = task_member && task_member->kind() != ir::json_node::type::null;
     // A server that declares no tasks processes the call normally, ignoring `task` (MUST).
     if (wants && support == task_support::forbidden && !detail::core(server_).serves_tasks()) return std::nullopt;
     if (wants && support == task_support::forbidden)
@@ -516,11 +532,11 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
                           "Method not found: tool " + name +
                               " runs only as a task (execution.taskSupport is required): call it with params.task");
     if (!wants) return std::nullopt;
-    if (asked.kind() != ir::json_node::type::object)
+    if (task_member->kind() != ir::json_node::type::object)
       return reply::error(ir::errc::invalid_params, "Invalid params: \"task\" must be an object");
     std::chrono::milliseconds ttl{0};
     ir::json_node t;
-    if (asked.find("ttl", t) && t.kind() != ir::json_node::type::null) {
+    if (task_member->find("ttl", t) && t.kind() != ir::json_node::type::null) {
       if (t.kind() != ir::json_node::type::integer || t.integer() < 0)
         return reply::error(ir::errc::invalid_params, "Invalid params: task.ttl must be a non-negative integer (ms)");
       ttl = std::chrono::milliseconds(t.integer());
@@ -558,9 +574,21 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
 
 std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* params, request_scope& scope) {
   if (!params) return reply::error(ir::errc::invalid_params, "Invalid params: tools/call needs a tool name");
-  const ir::json_node& p = *params;
-  ir::json_node name;
-  if (!p.find("name", name) || name.kind() != ir::json_node::type::string)
+  // The members a call reads, in one pass over params (the first of duplicates counts, as
+  // with `json_node::find`); `_meta`'s are read in one more (see `request_meta`).
+  ir::json_node name, args, asked, meta;
+  bool has_name = false, has_args = false, has_task = false, has_meta = false;
+  params->for_each_member([&](std::string_view key, const ir::json_node& v) {
+    const auto take = [&](bool& seen, ir::json_node& out) {
+      if (!seen) out = v;
+      seen = true;
+    };
+    if (key == "name") take(has_name, name);
+    else if (key == "arguments") take(has_args, args);
+    else if (key == "task") take(has_task, asked);
+    else if (key == "_meta") take(has_meta, meta);
+  });
+  if (!has_name || name.kind() != ir::json_node::type::string)
     return reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
   auto tool = detail::core(server_).find_tool(name.string());
   // MCP: an unknown tool is a protocol error, not a tool execution error.
@@ -572,14 +600,14 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
     for (const std::string& s : tool->info.required_scopes) text.append(" ").append(s);
     return reply::error(ir::errc::invalid_request, std::move(text));
   }
-  ir::json_node args;
-  const bool has_args = p.find("arguments", args) && args.kind() != ir::json_node::type::null;
+  has_args = has_args && args.kind() != ir::json_node::type::null;
   if (has_args && args.kind() != ir::json_node::type::object)
     return reply::error(ir::errc::invalid_params, "Invalid params: \"arguments\" must be an object");
   bool detach_first = false;
-  if (auto refused = offer_task(*tool, p, scope, detach_first)) return std::move(*refused);
-  scope.context.emplace(scope.channel, scope.peer, scope.id, progress_token_of(p), std::move(scope.stop),
-                        scope.executor, trace_of(p));
+  if (auto refused = offer_task(*tool, has_task ? &asked : nullptr, scope, detach_first)) return std::move(*refused);
+  request_meta m = meta_of(has_meta ? &meta : nullptr);
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::move(m.progress_token), std::move(scope.stop),
+                        scope.executor, std::move(m.trace));
   // The arguments are decoded now, while the parsed tree exists; the task owns the
   // decoded value, not the tree.
   task<tool_result> work;

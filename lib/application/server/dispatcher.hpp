@@ -115,7 +115,7 @@ class dispatcher {
   std::variant<reply, task<reply>> complete(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> read_resource(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> call_tool(const ir::json_node* params, request_scope& scope);
-  std::optional<reply> offer_task(const tool_entry& tool, const ir::json_node& params, request_scope& scope,
+  std::optional<reply> offer_task(const tool_entry& tool, const ir::json_node* asked, request_scope& scope,
                                   bool& detach_first);
 
   server& server_;
