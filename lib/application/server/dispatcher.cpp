@@ -86,7 +86,7 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
   try {
     result = co_await std::move(work);
   } catch (const protocol_error& e) {
-    co_return reply{{}, e.code(), e.what(), e.data(), false, false};
+    co_return reply::error(e.code(), e.what(), e.data());
   } catch (const std::exception& e) {
     result = tool_result::error(e.what());
   } catch (...) {
@@ -100,7 +100,7 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
   // `peer` belongs to the request record, which outlives this frame.
   result.append_json(text, peer.revision, modern);
   text.push_back('}');
-  co_return reply{std::move(text), 0, {}, {}, true, result.is_error()};
+  co_return reply::framed_result(std::move(text), result.is_error());
 }
 
 }  // namespace

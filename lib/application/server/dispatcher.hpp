@@ -22,6 +22,8 @@
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
+#include <memory>
+
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>
@@ -30,12 +32,22 @@ namespace droid::detail {
 
 /// The answer to one request: a result's JSON text, a whole response already framed, or
 /// a JSON-RPC error.
+///
+/// Why an error's texts sit behind a pointer: a reply is moved about five times between
+/// the tool's `co_return` and the write (promise, awaiter, driver, completion), and three
+/// strings per move cost about 400 instructions of every tools/call (docs/benchmarks.md);
+/// a result moves one string and a null pointer.
 struct reply {
+  /// An error's texts.
+  struct failure {
+    std::string message;
+    std::string data;  ///< JSON text of `error.data`, or empty
+  };
+
   /// The result's JSON text; or, when `framed`, the whole response message.
   std::string result;
   std::int64_t code = 0;  ///< 0 for a result
-  std::string message;
-  std::string data;  ///< JSON text of `error.data`, or empty
+  std::unique_ptr<failure> error_text;  ///< set for an error (`code != 0`)
   /// `result` already carries the envelope (`{"jsonrpc":"2.0","id":...,"result":...}`) for
   /// the request's own id. Why: a tool result is written behind its envelope in the one
   /// buffer that is sent, instead of being built and then copied into a second one.
@@ -45,12 +57,28 @@ struct reply {
   bool tool_error = false;
 
   [[nodiscard]] bool is_error() const noexcept { return code != 0; }
-  [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, {}, {}, false}; }
-  [[nodiscard]] static reply response(std::string message_text) {
-    return reply{std::move(message_text), 0, {}, {}, true, false};
+  /// `error.message` of an error ("" for a result).
+  [[nodiscard]] const std::string& message() const noexcept { return error_text ? error_text->message : none(); }
+  /// `error.data` of an error as JSON text ("" when it has none).
+  [[nodiscard]] const std::string& data() const noexcept { return error_text ? error_text->data : none(); }
+
+  [[nodiscard]] static reply ok(std::string json) { return reply{std::move(json), 0, nullptr, false, false}; }
+  /// A tool's result written behind its envelope (see `framed`).
+  [[nodiscard]] static reply framed_result(std::string message_text, bool tool_error) {
+    return reply{std::move(message_text), 0, nullptr, true, tool_error};
   }
+  [[nodiscard]] static reply response(std::string message_text) { return framed_result(std::move(message_text), false); }
   [[nodiscard]] static reply error(ir::errc c, std::string text, std::string data_json = {}) {
-    return reply{{}, static_cast<std::int64_t>(c), std::move(text), std::move(data_json), false, false};
+    return error(static_cast<std::int64_t>(c), std::move(text), std::move(data_json));
+  }
+  [[nodiscard]] static reply error(std::int64_t c, std::string text, std::string data_json = {}) {
+    return reply{{}, c, std::make_unique<failure>(failure{std::move(text), std::move(data_json)}), false, false};
+  }
+
+ private:
+  static const std::string& none() noexcept {
+    static const std::string empty;
+    return empty;
   }
 };
 

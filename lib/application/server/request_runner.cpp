@@ -65,7 +65,7 @@ std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id&
   }
   std::string buf;
   if (r.is_error()) {
-    ir::append_error(buf, id, r.code, r.message, r.data);
+    ir::append_error(buf, id, r.code, r.message(), r.data());
   } else {
     frame_result(buf, id, r.result, peer);
   }

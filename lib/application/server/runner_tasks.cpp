@@ -291,7 +291,7 @@ void request_runner::impl::finish_task(runner_call& c, std::exception_ptr failur
       }
       (void)store.finish(t.id, task_status::failed, {}, error_object(-32603, "Internal error", {}));
     } else if (r.is_error()) {
-      (void)store.finish(t.id, task_status::failed, {}, error_object(r.code, r.message, r.data), r.message);
+      (void)store.finish(t.id, task_status::failed, {}, error_object(r.code, r.message(), r.data()), r.message());
     } else {
       std::string result = r.framed ? result_of(c.id, std::move(r.result)) : std::move(r.result);
       // 2025-11-25: a tool's own error fails the task; the extension keeps `failed` for
@@ -394,11 +394,10 @@ task<detail::reply> request_runner::impl::wait_for_task(std::string id, std::str
     const auto* code = o ? o->if_contains("code") : nullptr;
     const auto* message = o ? o->if_contains("message") : nullptr;
     const auto* data = o ? o->if_contains("data") : nullptr;
-    detail::reply r;
-    r.code = code && code->is_int64() ? code->as_int64() : -32603;
-    r.message = message && message->is_string() ? std::string(message->as_string()) : "Internal error";
-    if (data) r.data = ir::to_json_text(*data);
-    co_return r;
+    co_return detail::reply::error(code && code->is_int64() ? code->as_int64() : -32603,
+                                   message && message->is_string() ? std::string(message->as_string())
+                                                                   : std::string("Internal error"),
+                                   data ? ir::to_json_text(*data) : std::string());
   }
   co_return detail::reply::ok(detail::with_related_task(record->result, id));
 }
