@@ -645,6 +645,9 @@ void message::locate(fields& f) noexcept {
           .get(doc))
     return;
   const auto span_of = [&](od::value v, span& out) {
+    // Only the members the message kept: a response's `params`, a request's `result`,
+    // are in the text but not in the message (the walk keeps no span for them either).
+    if (out.kind == json_kind::absent) return;
     std::string_view raw;
     od::json_type t;
     if (v.type().get(t)) return;

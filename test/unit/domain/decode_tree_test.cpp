@@ -107,6 +107,11 @@ TEST_SUITE("domain/ir/decode_tree") {
         R"({"jsonrpc":"2.0","method":"n","params":true , "x":1})",
         R"({"jsonrpc":"2.0","id":1,"result":{"content":[]}})",
         R"({"jsonrpc":"2.0","id":1,"result":-1.5e3})",
+        // Members the message's kind does not keep: their text is found by nobody.
+        R"({"jsonrpc":"2.0","id":0,"result":"initialize","params":{"protocolVersion":"2025-11-25"}})",
+        R"({"jsonrpc":"2.0","id":0,"method":"m","params":{},"error":{"code":1,"message":"x","data":[1]}})",
+        R"({"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"x","data":[1]},"params":[2],"result":3})",
+        R"({"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"x","data":[1]},"params":[2]})",
         R"({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no","data":{"a":[1]}}})",
         R"({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no","data":"d","data":[2] }})",
         R"({"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"no"}})",
