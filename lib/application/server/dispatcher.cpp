@@ -4,6 +4,7 @@
 #include "dispatcher.hpp"
 
 #include <exception>
+#include <utility>
 
 #include <boost/json/array.hpp>
 
@@ -11,6 +12,7 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "listen.hpp"
+#include "multi_round.hpp"
 #include "server_core.hpp"
 #include "tasks.hpp"
 
@@ -34,17 +36,13 @@ request_meta meta_of(const ir::json_node* meta) {
   if (!meta || meta->kind() != ir::json_node::type::object) return m;
   bool token_seen = false, parent_seen = false, state_seen = false, baggage_seen = false;
   // The first of duplicate keys counts, as `json_node::find` would have it.
-  const auto text = [](const ir::json_node& v, bool& seen, std::string& out) {
-    if (seen) return;
-    seen = true;
-    if (v.kind() == ir::json_node::type::string) out = std::string(v.string());
+  const auto first = [](bool& seen) { return !std::exchange(seen, true); };
+  const auto text = [&](const ir::json_node& v, bool& seen, std::string& out) {
+    if (first(seen) && v.kind() == ir::json_node::type::string) out = std::string(v.string());
   };
   meta->for_each_member([&](std::string_view key, const ir::json_node& v) {
     if (key == "progressToken") {
-      if (token_seen) return;
-      token_seen = true;
-      if (v.kind() == ir::json_node::type::integer) m.progress_token = ir::request_id(v.integer());
-      if (v.kind() == ir::json_node::type::string) m.progress_token = ir::request_id(std::string(v.string()));
+      if (first(token_seen)) m.progress_token = progress_token(v);
     } else if (key == "traceparent") {
       text(v, parent_seen, m.trace.traceparent);
     } else if (key == "tracestate") {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -22,8 +23,6 @@
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
-#include <memory>
-
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/ir/message.hpp>

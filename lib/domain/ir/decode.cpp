@@ -90,6 +90,21 @@ json_kind kind_of(od::json_type t) {
   return json_kind::absent;
 }
 
+json_kind kind_of(simdjson::dom::element_type t) {
+  using simdjson::dom::element_type;
+  switch (t) {
+    case element_type::ARRAY: return json_kind::array;
+    case element_type::OBJECT: return json_kind::object;
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: return json_kind::number;
+    case element_type::STRING: return json_kind::string;
+    case element_type::BOOL: return json_kind::boolean;
+    case element_type::NULL_VALUE: return json_kind::null;
+  }
+  return json_kind::absent;
+}
+
 /// Trims JSON whitespace from the end of a raw span (the walk's end position is the next
 /// structural character, so the whitespace before it belongs to no value).
 std::string_view trim_end(const char* begin, const char* end) {
@@ -505,19 +520,6 @@ std::optional<decoded> decode_from_tree(message& m, decoded_tree& t) {
   dom::object object;
   if (root.get_object().get(object)) return std::nullopt;
 
-  const auto kind = [](dom::element v) {
-    switch (v.type()) {
-      case dom::element_type::ARRAY: return json_kind::array;
-      case dom::element_type::OBJECT: return json_kind::object;
-      case dom::element_type::INT64:
-      case dom::element_type::UINT64:
-      case dom::element_type::DOUBLE: return json_kind::number;
-      case dom::element_type::STRING: return json_kind::string;
-      case dom::element_type::BOOL: return json_kind::boolean;
-      case dom::element_type::NULL_VALUE: return json_kind::null;
-    }
-    return json_kind::absent;
-  };
   envelope env;
   dom::element params;
   for (const dom::key_value_pair member : object) {
@@ -556,12 +558,12 @@ std::optional<decoded> decode_from_tree(message& m, decoded_tree& t) {
     } else if (key == "params") {
       env.dup |= env.seen_params;
       env.seen_params = true;
-      env.params.kind = kind(v);
+      env.params.kind = kind_of(type);
       params = v;
     } else if (key == "result") {
       env.dup |= env.seen_result;
       env.seen_result = true;
-      env.result.kind = kind(v);
+      env.result.kind = kind_of(type);
     } else if (key == "error") {
       env.dup |= env.seen_error;
       env.seen_error = true;
@@ -570,20 +572,19 @@ std::optional<decoded> decode_from_tree(message& m, decoded_tree& t) {
       bool has_code = false, has_message = false;
       for (const dom::key_value_pair em : eo) {
         const dom::element_type et = em.value.type();
-        if (em.key == "code" && (et == dom::element_type::INT64)) {
+        if (em.key == "code" && kind_of(et) == json_kind::number) {
+          // How a number is classed is the walk's to say, unless it is a plain int64.
           std::int64_t n = 0;
-          if (em.value.get_int64().get(n)) return std::nullopt;
+          if (et != dom::element_type::INT64 || em.value.get_int64().get(n)) return std::nullopt;
           env.error_code_value = n;
           has_code = true;
-        } else if (em.key == "code" && (et == dom::element_type::UINT64 || et == dom::element_type::DOUBLE)) {
-          return std::nullopt;
         } else if (em.key == "message" && et == dom::element_type::STRING) {
           std::string_view s;
           if (em.value.get_string().get(s)) return std::nullopt;
           env.error_message.assign(s);
           has_message = true;
         } else if (em.key == "data") {
-          env.error_data.kind = kind(em.value);
+          env.error_data.kind = kind_of(et);
         }
       }
       env.error_ok = has_code && has_message;
@@ -600,10 +601,6 @@ std::optional<decoded> decode_from_tree(message& m, decoded_tree& t) {
   }
   return d;
 }
-
-}  // namespace
-
-namespace {
 
 /// Decodes `text` from its tree when `use_tree` allows and the tree accepts it, otherwise
 /// by the walk.
@@ -830,6 +827,17 @@ struct visit_depth {
   }
 };
 
+/// Parses `text` with the current depth's parser; the error (and `detail`) when it does
+/// not parse. It copies the text into its own padded buffer: the views we get are not
+/// padded.
+std::error_code parse_at_depth(std::string_view text, simdjson::dom::element& root, std::string_view* detail) {
+  if (auto e = visit_depth::parser().parse(text.data(), text.size(), true).get(root)) {
+    if (detail) *detail = simdjson::error_message(e);
+    return make_error_code(errc::invalid_params);
+  }
+  return {};
+}
+
 /// Calls `visit` with `node`, holding the current depth's parser for the duration.
 void visit_at_depth(const simdjson::dom::element& node, void (*visit)(void*, const json_node&), void* ctx) {
   ++visit_depth::depth();
@@ -843,13 +851,8 @@ void visit_at_depth(const simdjson::dom::element& node, void (*visit)(void*, con
 
 std::error_code visit_json(std::string_view text, void (*visit)(void*, const json_node&), void* ctx,
                            std::string_view* detail) {
-  simdjson::dom::parser& parser = visit_depth::parser();
   simdjson::dom::element root;
-  // `parse` copies into its own padded buffer: the views we get are not padded.
-  if (auto e = parser.parse(text.data(), text.size(), true).get(root)) {
-    if (detail) *detail = simdjson::error_message(e);
-    return make_error_code(errc::invalid_params);
-  }
+  if (auto ec = parse_at_depth(text, root, detail)) return ec;
   visit_at_depth(root, visit, ctx);
   return {};
 }
@@ -875,12 +878,8 @@ std::error_code visit_params(const message& m, void (*visit)(void*, const json_n
   }
   // The message moved to another thread, or this one decoded another since: its whole
   // text parses again (it did once, into a tree), without first finding where params is.
-  simdjson::dom::parser& parser = visit_depth::parser();
   simdjson::dom::element root, params;
-  if (auto e = parser.parse(m.text().data(), m.text().size(), true).get(root)) {
-    if (detail) *detail = simdjson::error_message(e);
-    return make_error_code(errc::invalid_params);
-  }
+  if (auto ec = parse_at_depth(m.text(), root, detail)) return ec;
   if (root.at_key("params").get(params)) {
     if (detail) *detail = "the request has no params";
     return make_error_code(errc::invalid_params);
