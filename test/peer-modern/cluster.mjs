@@ -139,7 +139,7 @@ await step('a task polled through every instance; its instance killed, it is rep
 
   created = await rpc('tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'long' } });
   check(created.resultType === 'task', `tools/call answered ${show(created)}`);
-  const owner = cluster.redisCall('HGET', `droid:t:${created.taskId}`, 'owner');
+  const owner = cluster.redisCall('HGET', `droid:t:${created.taskId}`, 'owner').split('#')[0];
   const victim = cluster.instances.find((i) => i.name === owner);
   check(victim !== undefined, `the task's record names ${show(owner)}`);
   check((await rpc('tasks/get', created.taskId, { taskId: created.taskId })).status === 'working', 'the task is working');

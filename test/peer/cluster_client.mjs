@@ -46,7 +46,8 @@ const url = cluster.url;
 const client = new Client({ name: 'cluster-peer', version: '1.0.0' }, { capabilities: exchangeCapabilities });
 const exchange = answerExchanges(client, { CreateMessageRequestSchema, ListRootsRequestSchema, ElicitRequestSchema });
 const transport = new StreamableHTTPClientTransport(url);
-const ownerOf = (sid) => redisCall('HGET', `droid:s:${sid}`, 'owner');
+// A record names its owner as a member: the instance's name and its incarnation ("i2#9f...").
+const ownerOf = (sid) => redisCall('HGET', `droid:s:${sid}`, 'owner').split('#')[0];
 
 if (!await step('the SDK client connects through the balancer; the session is recorded in Redis', async () => {
   await client.connect(transport);

@@ -463,6 +463,9 @@ void client::fail(std::error_code why, std::string failure) {
   if (state_ == state::closed && why != errc::closed) return;
   // A resumed waiter may drop the last reference to the client.
   const auto keep = shared_from_this();
+  // A connection that got as far as its socket may have subscribed and been sent
+  // messages: from here on some may be lost.
+  const bool subscription_lost = socket_ready_ && !channels_.empty();
   ++generation_;
   first_attempt_ = false;
   socket_ready_ = false;
@@ -490,6 +493,8 @@ void client::fail(std::error_code why, std::string failure) {
     p.waiter->outcome_.emplace(why);
     if (const auto h = std::exchange(p.waiter->waiter_, {})) h.resume();
   }
+  if (state_ == state::closed) return;
+  if (subscription_lost && on_lost_) on_lost_();
   if (state_ == state::closed) return;
   retry_timer_.expires_after(retry_delay_);
   retry_delay_ = std::min(retry_delay_ * 2, options_.retry_max);

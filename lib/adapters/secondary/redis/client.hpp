@@ -166,6 +166,10 @@ class client : public std::enable_shared_from_this<client> {
   /// A subscribed connection takes no other commands than `subscribe` (Redis's rule);
   /// set it before the first `subscribe`.
   void on_message(message_handler handler) { on_message_ = std::move(handler); }
+  /// Called when a subscribed connection that was up breaks. Why: what is published
+  /// while it is down never arrives, and a subscriber that counts on a sequence of
+  /// messages (a relayed stream) must know that it may have a hole from here on.
+  void on_lost(std::function<void()> handler) { on_lost_ = std::move(handler); }
   /// Subscribes to `channel`, now and on every reconnection. Messages published while the
   /// connection is down are lost (pub/sub delivers at most once): what is built on it
   /// must tolerate that (see docs/scale-out.md).
@@ -244,6 +248,7 @@ class client : public std::enable_shared_from_this<client> {
   /// connection.
   std::size_t preamble_ = 0;
   message_handler on_message_{};
+  std::function<void()> on_lost_{};
   /// Channels subscribed to, sent again on every connection.
   std::vector<std::string> channels_{};
 };

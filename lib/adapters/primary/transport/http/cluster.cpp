@@ -39,6 +39,18 @@ std::string default_instance_name() {
   return std::string(host) + "-" + std::to_string(::getpid()) + "-" + suffix;
 }
 
+/// A random incarnation: 64 bits from the system's entropy, in hex. Why random and not a
+/// counter or a start time: two lives of one instance name must never share one, whatever
+/// the clocks say and wherever state about the first life survives (Redis, the other
+/// instances' memory).
+std::string new_incarnation() {
+  std::random_device rd;
+  const std::uint64_t bits = (std::uint64_t{rd()} << 32) ^ rd();
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(bits));
+  return out;
+}
+
 std::uint64_t to_u64(std::string_view s) {
   std::uint64_t v = 0;
   (void)std::from_chars(s.data(), s.data() + s.size(), v);
@@ -183,7 +195,11 @@ bool parse_record(const redis::reply& hash, session_record& out) {
 // ---- cluster -----------------------------------------------------------------------------
 
 cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards)
-    : st_(st), opts_(o), name_(o.instance_id.empty() ? default_instance_name() : o.instance_id), shards_(std::move(shards)) {
+    : st_(st),
+      opts_(o),
+      name_(o.instance_id.empty() ? default_instance_name() : o.instance_id),
+      member_(name_ + "#" + new_incarnation()),
+      shards_(std::move(shards)) {
   std::string error;
   auto where = redis::parse_url(opts_.redis_url, error);
   if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
@@ -204,7 +220,7 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
     std::weak_ptr<redis::client> first = clients_.front();
     asio::any_io_executor home = shards_.front();
     tasks_ = std::make_shared<redis::shared_task_store>(
-        engine.memory(), name_, opts_.key_prefix, [first, home](std::vector<std::string> command) {
+        engine.memory(), member_, opts_.key_prefix, [first, home](std::vector<std::string> command) {
           if (shard_client) {
             (void)shard_client->send(command);
             return;
@@ -227,7 +243,10 @@ void cluster::start() {
     self->inbox_->on_message([weak = std::weak_ptr<cluster>(self)](std::string_view channel, std::string_view payload) {
       if (auto c = weak.lock()) c->on_message(channel, payload);
     });
-    self->inbox_->subscribe(self->opts_.key_prefix + "c:" + self->name_);
+    self->inbox_->on_lost([weak = std::weak_ptr<cluster>(self)] {
+      if (auto c = weak.lock()) c->inbox_lost();
+    });
+    self->inbox_->subscribe(self->opts_.key_prefix + "c:" + self->member_);
     self->inbox_->subscribe(self->opts_.key_prefix + "all");
     self->heartbeat_.emplace(self->shards_.front());
     self->beat();
@@ -240,7 +259,7 @@ void cluster::start() {
       // The sender's name goes first, so that it can ignore its own announcement.
       std::vector<std::string_view> f;
       if (!decode_fields(what, f)) return;
-      const std::string payload = encode_fields({f[0], c->name_, f[1]});
+      const std::string payload = encode_fields({f[0], c->member_, f[1]});
       (void)c->clients_.front()->send({"PUBLISH", c->opts_.key_prefix + "all", payload});
     });
   });
@@ -250,8 +269,8 @@ void cluster::start() {
 void cluster::beat() {
   if (stopping_) return;
   redis::client& r = *clients_.front();
-  (void)r.send({"SET", opts_.key_prefix + "i:" + name_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
-  (void)r.send({"PUBLISH", opts_.key_prefix + "all", encode_fields({"hb", name_})});
+  (void)r.send({"SET", opts_.key_prefix + "i:" + member_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
+  (void)r.send({"PUBLISH", opts_.key_prefix + "all", encode_fields({"hb", member_})});
   // A subscribed connection has no traffic of its own: a PING is what finds one that
   // died without a word (its watchdog then times it out).
   (void)inbox_->send({"PING"});
@@ -274,8 +293,8 @@ void cluster::stop() {
   asio::dispatch(shards_.front(), [self] {
     if (self->heartbeat_) self->heartbeat_->cancel();
     redis::client& r = *self->clients_.front();
-    (void)r.send({"DEL", self->opts_.key_prefix + "i:" + self->name_});
-    (void)r.send({"PUBLISH", self->opts_.key_prefix + "all", encode_fields({"bye", self->name_})});
+    (void)r.send({"DEL", self->opts_.key_prefix + "i:" + self->member_});
+    (void)r.send({"PUBLISH", self->opts_.key_prefix + "all", encode_fields({"bye", self->member_})});
     self->inbox_->close();
   });
   for (std::size_t i = 0; i < shards_.size(); ++i) {
@@ -318,7 +337,7 @@ void cluster::write_record(const std::shared_ptr<session_entry>& e) {
     // Read on the session's shard, which alone touches it.
     if (entry->s->is_closed() || !entry->s->is_initialized()) return;
     session_record r;
-    r.owner = self->name_;
+    r.owner = self->member_;
     r.state = entry->s->state();
     std::vector<std::string> cmd{"HSET", self->opts_.key_prefix + "s:" + entry->id};
     for (std::string& f : record_fields(r)) cmd.push_back(std::move(f));
@@ -355,7 +374,7 @@ void cluster::forget_id(std::size_t shard, const std::string& id) {
 }
 
 task<bool> cluster::alive(std::size_t shard, std::string owner) {
-  if (owner == name_) co_return false;  // a record naming us that we do not hold: a past life
+  if (owner == member_) co_return false;  // a record naming us that we do not hold: given up
   {
     std::lock_guard lock(mutex_);
     const auto now = clock_type::now();
@@ -409,7 +428,7 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
     }
     // The owner is gone: take the session over, unless another instance did just now.
     const std::string ttl = std::to_string(st_.opts.session_idle_timeout.count());
-    auto swap = clients_[shard]->command({"EVAL", takeover_script, "1", key, record.owner, name_, ttl});
+    auto swap = clients_[shard]->command({"EVAL", takeover_script, "1", key, record.owner, member_, ttl});
     auto epoch = co_await swap;
     if (!epoch || epoch->is_error()) {
       out.is = located::where::unavailable;
@@ -452,11 +471,17 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
   co_return out;
 }
 
-std::uint64_t cluster::open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json) {
+std::uint64_t cluster::open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json,
+                                    bool json) {
   std::lock_guard lock(mutex_);
   const std::uint64_t tag = ++next_tag_;
-  forwards_.emplace(tag, forward{std::move(sink), std::move(owner), std::move(request_id_json),
-                                 clock_type::now() + opts_.forward_timeout, false});
+  forward f;
+  f.sink = std::move(sink);
+  f.owner = std::move(owner);
+  f.request_id_json = std::move(request_id_json);
+  f.json = json;
+  f.deadline = clock_type::now() + opts_.forward_timeout;
+  forwards_.emplace(tag, std::move(f));
   return tag;
 }
 
@@ -470,7 +495,7 @@ void cluster::close_forward(std::size_t shard, std::uint64_t tag) {
     if (sink && !sink->finished()) owner = it->second.owner;
     forwards_.erase(it);
   }
-  if (!owner.empty()) post_to(shard, owner, encode_fields({"stop", name_, std::to_string(tag)}));
+  if (!owner.empty()) post_to(shard, owner, encode_fields({"stop", member_, std::to_string(tag)}));
 }
 
 void cluster::add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home) {
@@ -546,7 +571,7 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
   if (!decode_fields(payload, f)) return;  // not ours: ignored
   const std::string_view kind = f[0];
   if (channel.size() > opts_.key_prefix.size() && channel.substr(opts_.key_prefix.size()) == "all") {
-    if (f.size() < 2 || f[1] == name_) return;
+    if (f.size() < 2 || f[1] == member_) return;
     if ((kind == "lc" || kind == "upd") && f.size() == 3) {
       // Another instance's change: this instance's clients are told as they would be of
       // one of its own (each session and listen stream filters as it always does).
@@ -566,30 +591,73 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     return;
   }
   // Replies to forwards of ours: to the sink, from any shard (its calls dispatch home).
-  // "evs": tag, accepted?, ended?, then (id, data) per event; "rej": tag, status, why.
+  // "evs": sender, tag, batch, accepted?, ended?, then (id, data) per event; "rej":
+  // sender, tag, status, why. A reply is taken only from the member the forward asked:
+  // tags are this process's own, and the channel is this incarnation's, so a reply meant
+  // for a previous life of this instance, or sent by anyone else, never reaches a sink.
   if (kind == "evs" || kind == "rej") {
-    if (f.size() < 4 || (kind == "evs" && f.size() % 2 != 0)) return;
-    const bool ended = kind == "rej" || f[3] == "1";
+    if (kind == "evs" ? f.size() < 6 || f.size() % 2 != 0 : f.size() != 5) return;
+    const bool ended = kind == "rej" || f[5] == "1";
     std::shared_ptr<response_sink> sink;
+    bool in_turn = true;
+    forward broken;
     {
       std::lock_guard lock(mutex_);
-      auto it = forwards_.find(to_u64(f[1]));
-      if (it == forwards_.end()) return;
+      auto it = forwards_.find(to_u64(f[2]));
+      if (it == forwards_.end() || it->second.owner != f[1]) return;
       sink = it->second.sink.lock();
+      if (kind == "evs") {
+        in_turn = to_u64(f[3]) == it->second.next_batch;
+        ++it->second.next_batch;
+      }
+      if (!in_turn) broken = it->second;
       it->second.settled = true;
-      if (!sink || ended) forwards_.erase(it);
+      if (!sink || ended || !in_turn) forwards_.erase(it);
     }
     if (!sink) return;
-    if (kind == "rej") {
-      sink->reject(static_cast<int>(to_u64(f[2])), std::string(f[3]));
+    if (!in_turn) {
+      post_to(0, broken.owner, encode_fields({"stop", member_, f[2]}));
+      break_forward(broken, sink);
       return;
     }
-    if (f[2] == "1") sink->accept();
-    for (std::size_t i = 4; i + 1 < f.size(); i += 2) sink->push(sse_event{std::string(f[i]), std::string(f[i + 1])});
+    if (kind == "rej") {
+      sink->reject(static_cast<int>(to_u64(f[3])), std::string(f[4]));
+      return;
+    }
+    if (f[4] == "1") sink->accept();
+    for (std::size_t i = 6; i + 1 < f.size(); i += 2) sink->push(sse_event{std::string(f[i]), std::string(f[i + 1])});
     if (ended) sink->finish();
     return;
   }
   if (on_request) on_request(std::move(f));
+}
+
+void cluster::break_forward(const forward& f, const std::shared_ptr<response_sink>& sink) {
+  if (!f.settled) sink->accept();
+  if (f.request_id_json.empty() || !f.json) {
+    // A stream (a call's, or a GET's) ends where it stands: its client resumes it with
+    // Last-Event-ID, and the resume is served from the owner's record of every event.
+    sink->finish();
+    return;
+  }
+  // One JSON document cannot be resumed: the client is told that the answer was lost.
+  std::string body = R"({"jsonrpc":"2.0","id":)";
+  body.append(f.request_id_json)
+      .append(R"(,"error":{"code":-32603,"message":"Internal error: the answer was lost between the server's )"
+              R"(instances (their shared Redis connection broke); the request may have run"}})");
+  sink->push(sse_event{std::string(), std::move(body)});
+  sink->finish();
+}
+
+void cluster::inbox_lost() {
+  std::vector<std::pair<forward, std::shared_ptr<response_sink>>> broken;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [tag, f] : forwards_)
+      if (auto sink = f.sink.lock()) broken.emplace_back(f, std::move(sink));
+    forwards_.clear();
+  }
+  for (auto& [f, sink] : broken) break_forward(f, sink);
 }
 
 task<void> cluster::sweep() {
@@ -662,7 +730,7 @@ task<void> cluster::give_up_lost_sessions() {
       write_record(e);  // Redis lost it: written again
       continue;
     }
-    if (owner->type != redis::reply::kind::string || owner->str == name_) continue;
+    if (owner->type != redis::reply::kind::string || owner->str == member_) continue;
     if (auto gone = st_.sessions.erase(e->id)) end_session(gone);
   }
 }
@@ -681,7 +749,7 @@ task<cluster::task_location> cluster::locate_task(std::size_t shard, std::string
     if (hash->elements[i].str == "owner") owner = hash->elements[i + 1].str;
     if (hash->elements[i].str == "record") record = hash->elements[i + 1].str;
   }
-  if (owner.empty() || owner == name_) co_return out;  // unknown: answered here, "not found"
+  if (owner.empty() || owner == member_) co_return out;  // unknown: answered here, "not found"
   if (co_await alive(shard, owner)) {
     out.is = task_location::where::remote;
     out.owner = std::move(owner);

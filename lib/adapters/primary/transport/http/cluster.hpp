@@ -10,8 +10,9 @@
 ///
 ///     P s:ID        the session's record (session_state, owner, epoch), a hash with the
 ///                   session's idle time to live, refreshed on use
-///     P i:NAME      an instance's heartbeat, a key that expires unless refreshed
-///     P c:NAME      an instance's inbox, a pub/sub channel
+///     P i:MEMBER    a member's heartbeat, a key that expires unless refreshed (MEMBER:
+///                   the instance's name and its incarnation, `member()`)
+///     P c:MEMBER    a member's inbox, a pub/sub channel
 ///     P all         every instance's channel (heartbeats, departures)
 ///     P e:... r:... the session's events (redis_event_store.hpp)
 ///
@@ -95,7 +96,12 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// after `instance_ttl`), then closes every client on its shard.
   void stop();
 
-  [[nodiscard]] const std::string& instance() const noexcept { return name_; }
+  /// This process among the instances: the configured name and a random incarnation
+  /// ("mcp-1#9f2c..."). Every key, channel and message that names an instance names this,
+  /// so that a process restarted under the same `instance_id` is another member: nothing
+  /// addressed to its previous life (a relay's events, a forward's reply, a lease) can
+  /// reach it, and its previous life's sessions are taken over, not mistaken for its own.
+  [[nodiscard]] const std::string& member() const noexcept { return member_; }
   [[nodiscard]] const options::scale_out& settings() const noexcept { return opts_; }
   /// Shard `index`'s Redis client (use it on that shard only).
   [[nodiscard]] const std::shared_ptr<redis::client>& redis_on(std::size_t index) const { return clients_[index]; }
@@ -130,7 +136,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
 
   /// A request on its way to a remote owner: the sink its events are written to here.
   /// Returns the tag the owner's replies carry.
-  std::uint64_t open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json);
+  std::uint64_t open_forward(std::shared_ptr<response_sink> sink, std::string owner, std::string request_id_json,
+                             bool json);
   /// The client's connection ended (or the answer did): forget the tag, and tell the
   /// owner when the stream was still open (its relay stops; the stream stays resumable).
   void close_forward(std::size_t shard, std::uint64_t tag);
@@ -148,8 +155,11 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// its sessions would meanwhile get 503. An instance that only lost Redis gives its
   /// sessions up when it is back (`beat`).
   void presume_dead(const std::string& owner);
-  /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a relay's events).
+  /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a refusal, a "stop").
   void post_to(std::size_t shard, const std::string& owner, const std::string& payload);
+  /// The inbox's connection broke: whatever was published to it meanwhile is lost, so no
+  /// forward in progress can be known to be whole (`break_forward` each).
+  void inbox_lost();
 
   /// Reads session `e`'s stream `number` (written by an earlier owner) into `sink` after
   /// event `after`: a stream that a dead owner left unfinished is ended with an error for
@@ -196,11 +206,21 @@ class cluster : public std::enable_shared_from_this<cluster> {
  private:
   struct forward {
     std::weak_ptr<response_sink> sink;
-    std::string owner;
+    std::string owner;            ///< the member asked: replies from any other are ignored
     std::string request_id_json;  ///< empty for a GET
+    bool json = false;            ///< answered with one JSON document, not a stream
     std::chrono::steady_clock::time_point deadline;  ///< to be taken up by
     bool settled = false;
+    /// The number the owner's next batch of events must carry. Why: pub/sub drops what is
+    /// published while a subscription reconnects, and a stream with a hole in it would
+    /// look whole to the client; a batch out of turn ends the client's stream instead, so
+    /// that it resumes with Last-Event-ID and gets every event from the owner's record.
+    std::uint64_t next_batch = 0;
   };
+  /// The replies of forward `f` can no longer be known to arrive whole (a batch missed, or
+  /// the inbox's connection lost): its client's stream is ended where it stands (a stream
+  /// is resumed; a JSON answer gets an error saying the answer was lost).
+  static void break_forward(const forward& f, const std::shared_ptr<response_sink>& sink);
   void on_message(std::string_view channel, std::string_view payload);
   void beat();
   /// Ends the forwards to owners that are gone, and refuses those not taken up in time.
@@ -210,6 +230,7 @@ class cluster : public std::enable_shared_from_this<cluster> {
   endpoint_state& st_;
   options::scale_out opts_;
   std::string name_;
+  std::string member_;
   std::vector<asio::any_io_executor> shards_;
   std::vector<std::shared_ptr<redis::client>> clients_;
   std::shared_ptr<redis::client> inbox_;

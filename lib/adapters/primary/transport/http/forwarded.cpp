@@ -7,8 +7,11 @@
 ///     instance B (client's connection)               instance A (owner)
 ///     --------------------------------               ------------------
 ///     POST  -- "req" sid,B,tag,msg ------------------>  start_request(entry, msg, relay sink)
-///     sink  <-- "evs" tag,accepted,ended,events... ----  relay: drains the sink, publishes
+///     sink  <-- "evs" A,tag,batch,accepted,ended,... --  relay: drains the sink, publishes
 ///     client gone -- "stop" B,tag ------------------->  relay sink killed (stream resumable)
+///
+/// A and B are members (`cluster::member`: a name and an incarnation), so replies go to
+/// the life of B that asked, and B takes them only from the life of A it asked.
 ///
 /// Why a relay sink and not a new kind of outbound: the owner serves the request exactly
 /// as for a connection of its own (priming event, verdict, recording, detaching), and
@@ -23,7 +26,14 @@
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/spawn.hpp>
+#include <droid/application/server/principal.hpp>
+#include <droid/application/server/request_origin.hpp>
 #include <droid/domain/ir/codec.hpp>
+#include <droid/domain/mcp/schema.hpp>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "cluster.hpp"
 #include "connection.hpp"
@@ -39,9 +49,76 @@ std::uint64_t to_u64(std::string_view s) {
   return v;
 }
 
-/// Drains `sink` (on its home shard) and publishes its events to instance `to` under
-/// `tag`. Ends when the stream does, or when the instance that asked says its client left
-/// ("stop" kills the sink).
+/// What a forwarded request carries of its origin beyond the peer's address: the verified
+/// principal (all of it: a tool on the owner reads `ctx.principal()` as it would on the
+/// instance the client reached) and the copied headers. Empty when there is neither, which
+/// is the common case and costs nothing. Why the principal and not the token, verified
+/// again on the owner: the owner trusts its inbox as much as its own memory (Redis is part
+/// of the server, docs/scale-out.md#security), and a second verification would cost a
+/// signature check per forwarded request, or a JWKS fetch on an instance that has none.
+std::string encode_origin(const request_origin* o) {
+  if (!o || (!o->principal && o->headers.empty())) return {};
+  boost::json::object out;
+  if (const principal* p = o->principal.get()) {
+    boost::json::array scopes;
+    for (const std::string& s : p->scopes) scopes.emplace_back(s);
+    out["principal"] = boost::json::object{
+        {"iss", p->issuer},
+        {"sub", p->subject},
+        {"client_id", p->client_id},
+        {"scopes", std::move(scopes)},
+        {"claims", p->claims},
+        {"exp_ms", std::chrono::duration_cast<std::chrono::milliseconds>(p->expires_at.time_since_epoch()).count()}};
+  }
+  if (!o->headers.empty()) {
+    boost::json::array headers;
+    for (const auto& [k, v] : o->headers) headers.emplace_back(boost::json::array{k, v});
+    out["headers"] = std::move(headers);
+  }
+  return boost::json::serialize(out);
+}
+
+/// The origin of a forwarded request, as `encode_origin` wrote it (with the address).
+/// Anything that does not read back leaves the origin without it: the principal key the
+/// message also carries is what binds the request to its session, and it was checked.
+std::shared_ptr<request_origin> decode_origin(std::string_view address, std::string_view text) {
+  auto o = std::make_shared<request_origin>();
+  o->remote_address = std::string(address);
+  if (text.empty()) return o;
+  boost::json::value v;
+  if (!parse_exact(text, v) || !v.is_object()) return o;
+  const boost::json::object& obj = v.as_object();
+  const auto str = [](const boost::json::object& from, std::string_view key) {
+    const boost::json::value* x = from.if_contains(key);
+    return x && x->is_string() ? std::string(x->as_string()) : std::string();
+  };
+  if (const boost::json::value* pv = obj.if_contains("principal"); pv && pv->is_object()) {
+    const boost::json::object& po = pv->as_object();
+    auto p = std::make_shared<principal>();
+    p->issuer = str(po, "iss");
+    p->subject = str(po, "sub");
+    p->client_id = str(po, "client_id");
+    if (const boost::json::value* s = po.if_contains("scopes"); s && s->is_array())
+      for (const auto& scope : s->as_array())
+        if (scope.is_string()) p->scopes.emplace_back(scope.as_string());
+    if (const boost::json::value* c = po.if_contains("claims"); c && c->is_object()) p->claims = c->as_object();
+    if (const boost::json::value* e = po.if_contains("exp_ms"); e && e->is_int64())
+      p->expires_at = std::chrono::system_clock::time_point(std::chrono::milliseconds(e->as_int64()));
+    o->principal = std::move(p);
+  }
+  if (const boost::json::value* h = obj.if_contains("headers"); h && h->is_array())
+    for (const auto& pair : h->as_array())
+      if (pair.is_array() && pair.as_array().size() == 2 && pair.as_array()[0].is_string() &&
+          pair.as_array()[1].is_string())
+        o->headers.emplace_back(std::string(pair.as_array()[0].as_string()), std::string(pair.as_array()[1].as_string()));
+  return o;
+}
+
+/// Drains `sink` (on its home shard) and publishes its events to member `to` under `tag`.
+/// Ends when the stream does, when the member that asked says its client left ("stop"
+/// kills the sink), or when a batch reaches nobody or cannot be published: the asker is
+/// gone (a new life of it listens on another channel), or Redis is, and either way the
+/// asker's client resumes the stream, which goes on being recorded.
 ///
 /// Why one message per drain ("evs": accepted?, ended?, then id and data pairs): a plain
 /// call's whole answer (the verdict, the priming event, the result, the end) is queued at
@@ -53,10 +130,12 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
   if (sink->dead()) co_return;
   if (sink->rejected_status() != 0) {
     peers->post_to(shard, to,
-                   encode_fields({"rej", tag, std::to_string(sink->rejected_status()), sink->rejected_message()}));
+                   encode_fields({"rej", peers->member(), tag, std::to_string(sink->rejected_status()),
+                                  sink->rejected_message()}));
     co_return;
   }
   bool accepted = false;
+  std::uint64_t number = 0;
   std::vector<sse_event> batch;
   std::vector<std::string_view> fields;
   for (;;) {
@@ -67,12 +146,16 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
     sink->drain(batch);
     if (sink->dead()) co_return;
     const bool ended = sink->finished();
-    fields.assign({"evs", tag, accepted ? "0" : "1", ended ? "1" : "0"});
+    const std::string batch_number = std::to_string(number++);
+    fields.assign({"evs", peers->member(), tag, batch_number, accepted ? "0" : "1", ended ? "1" : "0"});
     for (const sse_event& e : batch) {
       fields.push_back(e.id);
       fields.push_back(e.data);
     }
-    peers->post_to(shard, to, encode_fields(fields));
+    if (co_await peers->send_to(shard, to, encode_fields(fields)) != cluster::delivery::delivered) {
+      sink->kill();
+      co_return;
+    }
     accepted = true;
     if (ended) co_return;
   }
@@ -159,10 +242,11 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
   const bool json_mode = st_.opts.reply == streaming::json || msg.method() == "tasks/get" ||
                          msg.method() == "tasks/list" || msg.method() == "tasks/cancel";
   auto sink = c.make_sink();
-  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json());
+  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json(), json_mode);
   const std::string address = who.origin ? who.origin->remote_address : std::string();
-  std::string payload = encode_fields(
-      {"req", sid, peers.instance(), std::to_string(tag), json_mode ? "1" : "0", who.principal, address, msg.text()});
+  const std::string origin = encode_origin(who.origin.get());
+  std::string payload = encode_fields({"req", sid, peers.member(), std::to_string(tag), json_mode ? "1" : "0",
+                                       who.principal, address, origin, msg.text()});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
                              json_mode ? forwarded_answer::json : forwarded_answer::events, std::move(sid));
 }
@@ -174,10 +258,11 @@ task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c
   // Task polls are answered with one JSON document (see is_task_poll in streamable.cpp).
   const bool json_mode = msg.method() != "tasks/result" || st_.opts.reply == streaming::json;
   auto sink = c.make_sink();
-  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json());
+  const std::uint64_t tag = peers.open_forward(sink, owner, msg.id().to_json(), json_mode);
   const std::string address = who.origin ? who.origin->remote_address : std::string();
-  std::string payload = encode_fields({"sreq", peers.instance(), std::to_string(tag), json_mode ? "1" : "0",
-                                       who.principal, address, version, msg.text()});
+  const std::string origin = encode_origin(who.origin.get());
+  std::string payload = encode_fields({"sreq", peers.member(), std::to_string(tag), json_mode ? "1" : "0",
+                                       who.principal, address, version, origin, msg.text()});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
                              json_mode ? forwarded_answer::json : forwarded_answer::events);
 }
@@ -187,8 +272,8 @@ task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::s
                                                            const caller& who) {
   cluster& peers = *st_.peers;
   auto sink = c.make_sink();
-  const std::uint64_t tag = peers.open_forward(sink, owner, {});
-  std::string payload = encode_fields({"get", sid, peers.instance(), std::to_string(tag), std::to_string(number),
+  const std::uint64_t tag = peers.open_forward(sink, owner, {}, false);
+  std::string payload = encode_fields({"get", sid, peers.member(), std::to_string(tag), std::to_string(number),
                                        std::to_string(after), resume ? "1" : "0", who.principal});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
                              forwarded_answer::standing_stream, std::move(sid));
@@ -200,37 +285,35 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
   // Tells the asking instance that the session is not (or no longer) here: its client
   // gets the 404 it would get from any instance.
   const auto refuse = [&](std::string_view from, std::string_view tag, int status, std::string_view why) {
-    peers.post_to(0, std::string(from), encode_fields({"rej", tag, std::to_string(status), why}));
+    peers.post_to(0, std::string(from), encode_fields({"rej", peers.member(), tag, std::to_string(status), why}));
   };
   const auto local = [&](std::string_view sid, std::string_view principal) -> std::shared_ptr<session_entry> {
     auto e = st_.sessions.find(sid);
     if (!e || e->legacy || e->principal != principal) return nullptr;
     return e;
   };
-  if (kind == "req" && f.size() == 8) {
-    // sid, from, tag, json, principal, address, message
+  if (kind == "req" && f.size() == 9) {
+    // sid, from, tag, json, principal, address, origin, message
     auto entry = local(f[1], f[5]);
     if (!entry) return refuse(f[2], f[3], 404, "Not Found: unknown or ended session; initialize a new one");
-    auto decoded = ir::decode(std::string(f[7]));
+    auto decoded = ir::decode(std::string(f[8]));
     auto* msg = std::get_if<ir::message>(&decoded);
     if (!msg) return refuse(f[2], f[3], 400, "Bad Request: the forwarded message did not decode");
     entry->last_used = now_ns();
     // Used through another instance: its record must live as long as it is used.
     peers.touch(*entry);
-    auto origin = std::make_shared<request_origin>();
-    origin->remote_address = std::string(f[6]);
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    start_request(entry, std::move(*msg), sink, f[4] == "1", std::move(origin));
+    start_request(entry, std::move(*msg), sink, f[4] == "1", decode_origin(f[6], f[7]));
     start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3], [entry] {
       --entry->active;
       entry->last_used = now_ns();
     });
     return;
   }
-  if (kind == "sreq" && f.size() == 8) {
-    // from, tag, json, principal, address, version, message: a 2026 request about a task
-    // of this instance's, served by shard 0's sessionless runner as if it came here.
-    auto decoded = ir::decode(std::string(f[7]));
+  if (kind == "sreq" && f.size() == 9) {
+    // from, tag, json, principal, address, version, origin, message: a 2026 request about
+    // a task of this instance's, served by shard 0's sessionless runner as if it came here.
+    auto decoded = ir::decode(std::string(f[8]));
     auto* msg = std::get_if<ir::message>(&decoded);
     if (!msg) return refuse(f[1], f[2], 400, "Bad Request: the forwarded message did not decode");
     sessionless_shard& home = *st_.sessionless.front();
@@ -245,9 +328,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
       refused = admit_modern(st_.srv, msg->method(), params, version, peer);
       if (refused) return;
       peer.principal = std::string(f[4]);
-      auto origin = std::make_shared<request_origin>();
-      origin->remote_address = std::string(f[5]);
-      peer.origin = std::move(origin);
+      peer.origin = decode_origin(f[5], f[7]);
       home.runner->serve_parsed(ir::request_id(home.mint_key()), msg->method(), msg->id(), params, stream, true,
                                 std::move(peer), msg->text().size());
     };

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// What keeps the instances of a cluster from mixing up whom they answer
+/// (docs/scale-out.md, "What always holds"): a reply is taken only by the forward that
+/// asked, from the member it asked; a relayed stream with a hole in it is ended, never
+/// passed off as whole; and a forwarded request carries its principal, so the tool on the
+/// owner sees the caller it would see on the instance the client reached.
+///
+/// The cross-process cases (an instance killed and restarted under the same name) are in
+/// test/peer/cluster_faults.mjs; these cause the same conditions inside one process, by
+/// publishing on an instance's inbox what a stale or foreign sender would.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <droid/adapters/secondary/auth/token_verifier.hpp>
+
+#include "cluster_fixture.hpp"
+
+using namespace droid::test::cluster;
+
+namespace {
+
+/// The inbox messages' encoding ("3:evs1:a..."), written out here rather than taken from
+/// the library so that the test states the wire it checks.
+std::string fields(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (const std::string_view p : parts) out.append(std::to_string(p.size())).append(":").append(p);
+  return out;
+}
+
+/// The channel member `name` listens on ("droid:c:NAME#INCARNATION"), found in Redis.
+std::string inbox_of(const droid::test::redis_server& redis, const std::string& name) {
+  return redis_cli(redis, {"PUBSUB", "CHANNELS", "droid:c:" + name + "#*"});
+}
+
+/// Tokens by name: "alice" (scope read, tenant blue); anything else is refused.
+struct table_verifier final : droid::auth::token_verifier {
+  droid::task<droid::auth::verification> verify(std::string token, asio::any_io_executor) override {
+    droid::auth::verification v;
+    if (token == "alice") {
+      auto p = std::make_shared<droid::principal>();
+      p->issuer = "https://as.example";
+      p->subject = "alice";
+      p->scopes = {"read"};
+      p->claims["tenant"] = "blue";
+      p->expires_at = std::chrono::system_clock::now() + std::chrono::hours(1);
+      v.who = std::move(p);
+    } else {
+      v.error = droid::auth::token_error::bad_signature;
+      v.description = "the signature does not verify";
+    }
+    co_return v;
+  }
+};
+
+void with_auth(droid::http::options& o) {
+  o.auth.verifier = std::make_shared<table_verifier>();
+  o.auth.authorization_servers = {"https://as.example"};
+  o.auth.scopes_supported = {"read"};
+  o.auth.required_scopes = {"read"};
+  o.auth.resource_name = "Cluster isolation test";
+}
+
+}  // namespace
+
+TEST_SUITE("adapters/redis") {
+  TEST_CASE("a reply is taken only from the member the forward asked, for the forward that asked") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    const std::string sid = initialize(ca);
+    cb.send(mcp_post(call(7, "wait", R"({"ms":1500})"), session_header(sid)));
+    const std::string b_inbox = inbox_of(redis, "b");
+    const std::string a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
+    REQUIRE(b_inbox.starts_with("droid:c:b#"));
+    REQUIRE(a_member.starts_with("a#"));
+    // Waits until b's forward is open (the owner has begun the call: its stream is in
+    // Redis), so that the forgeries below meet a forward they could be mistaken for.
+    for (int i = 0; i < 300 && redis_cli(redis, {"KEYS", "droid:r:" + sid + ":*"}).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string forged = R"({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"forged"}]}})";
+    // Tag 1 is b's first forward: the same tag from a member b did not ask (another
+    // instance, or a previous life of a, as after a restart under the same name)...
+    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", "a#0000000000000000", "1", "0", "1", "1", "1-1", forged})}) ==
+          "1");
+    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"rej", "a#0000000000000000", "1", "404", "forged"})}) == "1");
+    // ... and the right member's reply to a tag b never opened.
+    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", a_member, "99", "0", "1", "1", "1-1", forged})}) == "1");
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body.find("forged") == std::string::npos);
+    CHECK(result_text(sse_messages(r->body)) == "waited");
+  }
+
+  TEST_CASE("a relayed stream with a hole in it is ended, and its resume gets every event") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    const std::string sid = initialize(ca);
+    cb.send(mcp_post(call(8, "wait", R"({"ms":1500})"), session_header(sid)));
+    const std::string b_inbox = inbox_of(redis, "b");
+    const std::string a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
+    // The priming event, relayed as the owner's batch 0, names the stream to resume.
+    const std::string head = cb.read_until("\n\n");
+    const auto at = head.find("id: ");
+    REQUIRE(at != std::string::npos);
+    const std::string event = head.substr(at + 4, head.find('\n', at) - at - 4);
+    // A batch out of turn (batch 1 never came): as if pub/sub had dropped one.
+    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", a_member, "1", "5", "0", "0"})}) == "1");
+    // The stream ends without its answer: the client must resume, not wait forever.
+    const std::string tail = cb.read_until("0\r\n\r\n");
+    CHECK(tail.find("waited") == std::string::npos);
+    raw_connection resumed(b.port(), guard_ms);
+    resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) +
+                 "Last-Event-ID: " + event + "\r\n\r\n");
+    const std::string body = resumed.read_until("waited");
+    CHECK(body.find("200 OK") != std::string::npos);
+    CHECK(body.find("waited") != std::string::npos);
+  }
+
+  TEST_CASE("a forwarded request carries its principal: the tool on the owner sees the caller") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a", std::chrono::minutes(5), with_auth), b(redis.url(), "b", std::chrono::minutes(5), with_auth);
+    const std::string token = "Authorization: Bearer alice\r\n";
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    ca.send(mcp_post(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                     R"("capabilities":{},"clientInfo":{"name":"c","version":"1"}}})",
+                     token));
+    auto init = ca.read_response();
+    REQUIRE(init);
+    REQUIRE(init->status == 200);
+    const std::string sid = *init->header("mcp-session-id");
+    // On the owner, then through the other instance: the same principal, claims and all.
+    ca.send(mcp_post(call(1, "principal"), session_header(sid) + token));
+    auto here = ca.read_response();
+    REQUIRE(here);
+    CHECK(result_text(sse_messages(here->body)) == "alice +read tenant=blue from=ip");
+    cb.send(mcp_post(call(2, "principal"), session_header(sid) + token));
+    auto there = cb.read_response();
+    REQUIRE(there);
+    CHECK(result_text(sse_messages(there->body)) == "alice +read tenant=blue from=ip");
+  }
+}
