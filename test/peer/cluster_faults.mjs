@@ -13,6 +13,9 @@
 //   between two of S1's events; a call of a new session S2 (owned by A too) through the
 //   new B, whose first forward has the same tag as the dead B's, gets its own progress
 //   and its own answer, never S1's, and is not cut short. Repeated.
+// - a stream exists from its first byte: a call that has sent only its priming event when
+//   its owner is killed (kill -9) is resumed with Last-Event-ID through each other
+//   instance, and each resume ends it with the same -32603 naming what happened.
 //
 // Exit 77 (skipped) without nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
@@ -69,15 +72,21 @@ const countCall = (instance, sid, id, token, steps, intervalMs) => fetch(instanc
     params: { name: 'count', arguments: { steps, interval_ms: intervalMs }, _meta: { progressToken: token } } }),
 });
 
-/// Reads `response`'s event stream until `until(text so far)` holds or the stream ends.
-async function readUntil(response, until) {
+/// Reads `response`'s event stream until `until(text so far)` holds, the stream ends, or
+/// `guardMs` pass (a guard against a hang, never a wait: what was read is returned, and
+/// the step's checks say what was missing).
+async function readUntil(response, until, guardMs = 20_000) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let text = '';
+  const deadline = Date.now() + guardMs;
   for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
+    let timer;
+    const guard = new Promise((resolve) => { timer = setTimeout(() => resolve({ timedOut: true }), deadline - Date.now()); });
+    const next = await Promise.race([reader.read(), guard]);
+    clearTimeout(timer);
+    if (next.timedOut || next.done) break;
+    text += decoder.decode(next.value, { stream: true });
     if (until(text)) break;
   }
   return { text, reader };
@@ -117,6 +126,37 @@ await step('no message crosses sessions or incarnations: B killed and restarted 
     const answers = messages.filter((m) => m.id !== undefined);
     check(answers.length === 1 && answers[0].result?.content?.[0]?.text === 'counted to 30',
       `S2's answer: ${show(answers)}`);
+  }
+});
+
+await step('a stream exists from its first byte: a killed owner\'s silent call resumes through every instance with -32603', async () => {
+  // The call has sent nothing but its priming event when its owner dies (the usual case
+  // of a long call).
+  const c = cluster.instances[2];
+  const sid = await openSession(c);
+  const call = await fetch(c.url, {
+    method: 'POST',
+    headers: headers(sid),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'sleep', arguments: { seconds: 60 } } }),
+  });
+  check(call.status === 200, `the call: ${call.status}`);
+  const primed = await readUntil(call, (t) => /id: \S+\n/.test(t));
+  const eventId = /id: (\S+)\n/.exec(primed.text)?.[1];
+  check(eventId !== undefined, `no priming event: ${show(primed.text)}`);
+  c.kill();
+  check(await c.waitForExit(5000), 'the owner did not die');
+  primed.reader.cancel().catch(() => {});
+  for (const through of [a, b]) {
+    const resumed = await fetch(through.url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', 'last-event-id': eventId },
+    });
+    // The body is read only when the status is wrong: a right one is a stream that stays open.
+    if (resumed.status !== 200) check(false, `the resume through ${through.name}: ${resumed.status} ${await resumed.text()}`);
+    const { text, reader } = await readUntil(resumed, (t) => t.includes('-32603'));
+    reader.cancel().catch(() => {});
+    const answers = sseMessages(text).filter((m) => m.id === 42);
+    check(answers.length === 1 && answers[0].error?.code === -32603 && /stopped/.test(answers[0].error.message),
+      `through ${through.name}: ${show(text)}`);
   }
 });
 

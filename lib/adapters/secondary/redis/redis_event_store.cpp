@@ -73,7 +73,17 @@ task<read_outcome> read_stream(std::shared_ptr<client> c, stream_keys keys, std:
   auto range = c->command({"XRANGE", keys.events(stream), "-", "+"});
   auto entries = co_await range;
   if (!entries || entries->is_error()) co_return read_outcome::unavailable;
-  if (entries->elements.empty()) co_return read_outcome::unknown;
+  if (entries->elements.empty()) {
+    // No event yet, which is the usual state of a long call: the stream exists from its
+    // first byte (its request's id, written when it began), and its priming event, which
+    // is not recorded, is what the client resumes from.
+    auto get = c->command({"GET", keys.request(stream)});
+    auto rid = co_await get;
+    if (!rid || rid->is_error()) co_return read_outcome::unavailable;
+    if (rid->type != reply::kind::string || after != 0) co_return read_outcome::unknown;
+    out.request_id_json = rid->str;
+    co_return read_outcome::ok;
+  }
   std::uint64_t first = 0;
   for (const reply& e : entries->elements) {
     if (e.elements.size() != 2) continue;

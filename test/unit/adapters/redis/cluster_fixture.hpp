@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Instances of one server sharing their sessions through a real redis-server, in one
-/// test process: what the cluster suites (cluster_test.cpp, cluster_isolation_test.cpp)
+/// test process: what the cluster suites (cluster_test.cpp, cluster_invariants_test.cpp)
 /// build their cases from. Each instance has its own server and listener, as another
 /// process would.
 #pragma once

@@ -528,14 +528,30 @@ task<cluster::delivery> cluster::send_to(std::size_t shard, std::string owner, s
   co_return r->integer > 0 ? delivery::delivered : delivery::nobody;
 }
 
-void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink) {
-  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s) -> task<void> {
+void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten) {
+  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s,
+                          bool refuse) -> task<void> {
+    // Every write queued before the PING is answered before it (one connection answers in
+    // order). A write refused meanwhile (out of memory under `noeviction`, a read-only
+    // replica) counts in failed_writes(): the answer is then refused too, because what it
+    // names may not be in Redis. Another write refused in the same moment refuses it as
+    // well: an acknowledgement is never given for what may be missing.
+    const std::uint64_t failed_before = c->failed_writes();
     auto ping = c->command({"PING"});
-    (void)co_await ping;  // down or slow: the session is served here all the same
-    s->accept();
+    auto pong = co_await ping;
+    if (refuse && (!pong || pong->is_error() || c->failed_writes() != failed_before)) {
+      std::string why = "Service Unavailable: the shared store (Redis) did not take this server's write (";
+      why.append(!pong ? (c->last_failure().empty() ? std::string("unreachable") : c->last_failure())
+                 : pong->is_error() ? pong->str
+                                    : std::string("it refused a write"))
+          .append("); nothing was kept, try again shortly");
+      s->reject(503, std::move(why));
+    } else {
+      s->accept();
+    }
     s->release();
   };
-  spawn(shards_[shard], barrier(clients_[shard], std::move(sink)), [](std::exception_ptr) {});
+  spawn(shards_[shard], barrier(clients_[shard], std::move(sink), refuse_unwritten), [](std::exception_ptr) {});
 }
 
 void cluster::presume_dead(const std::string& owner) {
@@ -667,7 +683,7 @@ task<void> cluster::sweep() {
     bool settled;
   };
   std::vector<std::string> owners;
-  std::vector<std::shared_ptr<response_sink>> late;
+  std::vector<std::shared_ptr<response_sink>> late, gone_owners;
   {
     std::lock_guard lock(mutex_);
     const auto now = clock_type::now();
@@ -678,9 +694,23 @@ task<void> cluster::sweep() {
         continue;
       }
       if (!it->second.settled && now > it->second.deadline) {
-        late.push_back(std::move(sink));
-        it = forwards_.erase(it);
-        continue;
+        // Not taken up in time. An owner not heard for `instance_ttl` is taken for dead
+        // (a killed process's subscription may still be counted by Redis for a moment, so
+        // the request was "delivered" to nobody): the asker looks again and takes the
+        // session over, and its client sees no error. An owner still heard from gets
+        // until `forward_timeout + instance_ttl`, then the request is refused.
+        const auto seen = seen_.find(it->second.owner);
+        const bool silent = seen == seen_.end() || now - seen->second >= opts_.instance_ttl;
+        if (silent) {
+          gone_owners.push_back(std::move(sink));
+          it = forwards_.erase(it);
+          continue;
+        }
+        if (now > it->second.deadline + opts_.instance_ttl) {
+          late.push_back(std::move(sink));
+          it = forwards_.erase(it);
+          continue;
+        }
       }
       if (std::find(owners.begin(), owners.end(), it->second.owner) == owners.end()) owners.push_back(it->second.owner);
       ++it;
@@ -689,6 +719,7 @@ task<void> cluster::sweep() {
   for (const auto& sink : late)
     sink->reject(503, "Service Unavailable: the instance that owns this session did not take the request up in time; "
                       "retry it");
+  for (const auto& sink : gone_owners) sink->reject(owner_silent, "the owner is not heard from");
   for (const std::string& owner : owners) {
     if (co_await alive(0, owner)) continue;
     std::vector<doomed> gone;
@@ -704,10 +735,15 @@ task<void> cluster::sweep() {
       }
     }
     for (doomed& d : gone) {
+      // Never taken up: nothing ran, so the asker looks for the session again and the
+      // request is served by whoever holds it now.
+      if (!d.settled) {
+        d.sink->reject(owner_silent, "the owner is gone");
+        continue;
+      }
       // The request's frame died with its instance: its client gets an error response
       // on the stream it waits on, never silence (and never a second answer: nothing
       // else can answer it now).
-      if (!d.settled) d.sink->accept();
       if (!d.request_id_json.empty()) {
         std::string body = stopped_error(d.request_id_json);
         d.sink->push(sse_event{std::string(), std::move(body)});

@@ -141,6 +141,10 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The client's connection ended (or the answer did): forget the tag, and tell the
   /// owner when the stream was still open (its relay stops; the stream stays resumable).
   void close_forward(std::size_t shard, std::uint64_t tag);
+  /// The status a forward's sink is rejected with when its owner did not take it up and
+  /// has not been heard from for `instance_ttl`: never sent to a client; the asker takes
+  /// the owner for dead and looks for the session (or task) again.
+  static constexpr int owner_silent = 421;
   /// What publishing on an inbox gave.
   enum class delivery : std::uint8_t { delivered, nobody, unavailable };
   /// Publishes `payload` on `owner`'s inbox: `nobody` when no instance listens there (the
@@ -181,12 +185,14 @@ class cluster : public std::enable_shared_from_this<cluster> {
   [[nodiscard]] bool shares_tasks() const noexcept { return tasks_ != nullptr; }
 
   /// Accepts and releases `sink` (held: `response_sink::hold`) once every command shard
-  /// `shard` sent Redis so far has been applied (a PING behind them on the same
-  /// connection; at once if Redis is down). Why: a
-  /// session's record, or a task's, is written behind; the answer that names the
-  /// session or the task must not reach the client before the record reaches Redis, or
-  /// the client's next request, landing elsewhere, would find nothing. Call on `shard`.
-  void accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink);
+  /// `shard` sent Redis so far has been answered (a PING behind them on the same
+  /// connection). Why: a session's record, or a task's, is written behind; the answer
+  /// that names the session or the task must not reach the client before the record
+  /// reaches Redis, or the client's next request, landing elsewhere, would find nothing.
+  /// `refuse_unwritten`: when Redis is unreachable or refused a write meanwhile, the sink
+  /// is rejected (503, saying why) instead of accepted; otherwise it is accepted all the
+  /// same. Call on `shard`.
+  void accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten);
 
   /// The keys of session `id`'s streams.
   [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;

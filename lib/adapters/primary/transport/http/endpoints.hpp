@@ -96,6 +96,11 @@ struct endpoint_state {
   return st.gate.enabled() && msg.is_request() && msg.method() == "tools/call";
 }
 
+/// A 503 for a request that may be sent again: JSON-RPC -32603 naming the request `id`
+/// (null when there is none, as for a GET) and `Retry-After: 1`, so that a client can
+/// tell which call to retry and when.
+task<bool> reply_unavailable(connection& c, const std::optional<ir::request_id>& id, std::string_view why);
+
 /// The Streamable HTTP endpoint: POST carries one JSON-RPC message, GET opens or resumes
 /// a session's event stream, DELETE ends a session.
 ///
@@ -157,9 +162,10 @@ class streamable_endpoint {
   /// replies carry `tag`) as `as` says. Nothing when nobody heard it (see `forward_post`).
   /// `session`: the session it is about, whose owner came from the cache (a 404 from the
   /// owner then means "look again": nothing).
+  /// `id`: the forwarded request's, which a 503 names (null for a GET).
   task<std::optional<bool>> forward(connection& c, std::shared_ptr<response_sink> sink, std::uint64_t tag,
                                     std::string owner, std::string payload, forwarded_answer as,
-                                    std::string session = {});
+                                    std::optional<ir::request_id> id, std::string session = {});
   /// A 2026-07-28 request about a task instance `owner` runs: forwarded there, its answer
   /// written here (nothing: as `forward_post`). `version` is its MCP-Protocol-Version.
   task<std::optional<bool>> forward_sessionless(connection& c, const ir::message& msg, std::string version,

@@ -175,11 +175,33 @@ void start_relay(const std::shared_ptr<cluster>& peers, asio::any_io_executor ho
         });
 }
 
+/// Replays stream `number` of session `entry`, which an earlier owner wrote (only Redis has
+/// it), into `sink`, for a GET another instance forwarded here: the same as a GET that
+/// reached this instance (streamable_endpoint::get), so that a dead owner's stream
+/// resumes through every instance, not only through the one that took the session over.
+/// Runs on the session's shard.
+task<void> replay_earlier_owner(std::shared_ptr<cluster> peers, std::shared_ptr<session_entry> entry,
+                                std::uint64_t number, std::uint64_t after, std::shared_ptr<response_sink> sink) {
+  if (!co_await peers->replay_foreign(entry->shard, entry, number, after, sink)) {
+    sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
+    co_return;
+  }
+  entry->resumed.push_back(sink);
+  sink->accept();
+}
+
 }  // namespace
+
+task<bool> reply_unavailable(connection& c, const std::optional<ir::request_id>& id, std::string_view why) {
+  const std::string body = id ? rpc_error_body(*id, ir::errc::internal_error, why)
+                              : rpc_error_body(ir::errc::internal_error, why);
+  co_return co_await c.reply(503, "application/json", body, false, "Retry-After: 1\r\n");
+}
 
 task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::shared_ptr<response_sink> sink,
                                                        std::uint64_t tag, std::string owner, std::string payload,
-                                                       forwarded_answer as, std::string session) {
+                                                       forwarded_answer as, std::optional<ir::request_id> id,
+                                                       std::string session) {
   cluster& peers = *st_.peers;
   const std::size_t shard = c.home().index;
   const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
@@ -189,14 +211,19 @@ task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::share
       peers.presume_dead(owner);
       co_return std::nullopt;
     }
-    co_return co_await c.reply_rpc_error(
-        503, ir::errc::internal_error,
+    co_return co_await reply_unavailable(
+        c, id,
         "Service Unavailable: the server instance that owns this session or task cannot be reached; try again "
-        "shortly",
-        false, "Retry-After: 1\r\n");
+        "shortly");
   }
   co_await sink->wait_settled();
   bool keep = false;
+  if (sink->rejected_status() == cluster::owner_silent) {
+    // Delivered, but to an owner that is gone: looked for again (and taken over).
+    peers.presume_dead(owner);
+    if (!session.empty()) peers.forget_owner(session);
+    co_return std::nullopt;
+  }
   if (sink->rejected_status() == 404 && !session.empty()) {
     // The owner as remembered does not hold the session (any more): nothing was written
     // to the client, and the caller looks it up again (Redis says where it is, or that
@@ -205,7 +232,9 @@ task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::share
     peers.forget_owner(session);
     co_return std::nullopt;
   }
-  if (sink->rejected_status() != 0) {
+  if (sink->rejected_status() == 503) {
+    keep = co_await reply_unavailable(c, id, sink->rejected_message());
+  } else if (sink->rejected_status() != 0) {
     keep = co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::invalid_request, sink->rejected_message());
   } else if (as == forwarded_answer::json) {
     keep = co_await c.serve_json(sink, {});
@@ -248,7 +277,7 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
   std::string payload = encode_fields({"req", sid, peers.member(), std::to_string(tag), json_mode ? "1" : "0",
                                        who.principal, address, origin, msg.text()});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
-                             json_mode ? forwarded_answer::json : forwarded_answer::events, std::move(sid));
+                             json_mode ? forwarded_answer::json : forwarded_answer::events, msg.id(), std::move(sid));
 }
 
 task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c, const ir::message& msg,
@@ -264,7 +293,7 @@ task<std::optional<bool>> streamable_endpoint::forward_sessionless(connection& c
   std::string payload = encode_fields({"sreq", peers.member(), std::to_string(tag), json_mode ? "1" : "0",
                                        who.principal, address, version, origin, msg.text()});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
-                             json_mode ? forwarded_answer::json : forwarded_answer::events);
+                             json_mode ? forwarded_answer::json : forwarded_answer::events, msg.id());
 }
 
 task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::string sid, std::string owner,
@@ -276,7 +305,7 @@ task<std::optional<bool>> streamable_endpoint::forward_get(connection& c, std::s
   std::string payload = encode_fields({"get", sid, peers.member(), std::to_string(tag), std::to_string(number),
                                        std::to_string(after), resume ? "1" : "0", who.principal});
   co_return co_await forward(c, std::move(sink), tag, std::move(owner), std::move(payload),
-                             forwarded_answer::standing_stream, std::move(sid));
+                             forwarded_answer::standing_stream, std::nullopt, std::move(sid));
 }
 
 void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
@@ -365,7 +394,13 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     if (number == 0 && entry->has_standalone.exchange(true))
       return refuse(f[2], f[3], 409, "Conflict: this session already has a standalone stream open");
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
+    if (number != 0 && entry->epoch > 0 && number < (entry->epoch << 32)) {
+      ++entry->active;  // as start_get counts it; end_get gives it back
+      spawn(entry->executor, replay_earlier_owner(st_.peers, entry, number, to_u64(f[5]), sink),
+            [](std::exception_ptr) {});
+    } else {
+      start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
+    }
     start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3],
                 [this, entry, sink, number] { end_get(entry, sink, number); });
     return;

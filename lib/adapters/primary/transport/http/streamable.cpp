@@ -45,11 +45,9 @@ bool is_supported_version(std::string_view v) {
 
 /// The 503 for a session that another instance took over while this one looked (it is
 /// there on the client's next try).
-task<bool> refuse_moving(connection& c) {
-  co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                       "Service Unavailable: the session is moving between server instances; try "
-                                       "again shortly",
-                                       false, "Retry-After: 1\r\n");
+task<bool> refuse_moving(connection& c, const std::optional<ir::request_id>& id) {
+  co_return co_await reply_unavailable(
+      c, id, "Service Unavailable: the session is moving between server instances; try again shortly");
 }
 
 }  // namespace
@@ -212,7 +210,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
         found = co_await find_session(c, std::string(*sid), who);
         if (found.answered) co_return *found.answered;
         if (found.owner.empty()) break;
-        if (look == 1) co_return co_await refuse_moving(c);
+        if (look == 1) co_return co_await refuse_moving(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt);
         if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
       }
       entry = std::move(found.entry);
@@ -236,6 +234,18 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
   start_request(entry, std::move(msg), sink, json_mode, who.origin);
+  if (is_initialize && st_.peers) {
+    // Held until Redis has the new session's record; refused when it did not take it. The
+    // session is then dropped here: its id never reaches the client, and an
+    // acknowledged session that no other instance can find is what must never be.
+    co_await sink->wait_settled();
+    if (sink->rejected_status() != 0) {
+      --entry->active;
+      if (auto gone = st_.sessions.erase(entry->id)) end_session(gone);
+      co_return co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::internal_error, sink->rejected_message(),
+                                           false, "Retry-After: 1\r\n");
+    }
+  }
   bool keep;
   if (json_mode) {
     keep = co_await c.serve_json(sink, new_session_header);
@@ -304,7 +314,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     stream->attach(sink);
     entry->s->receive(std::move(m), stream, std::move(origin));
     // A new session's record must be in Redis before its id reaches the client.
-    if (opens && peers) return peers->accept_when_written(entry->shard, sink);
+    if (opens && peers) return peers->accept_when_written(entry->shard, sink, true);
     // The verdict is posted behind the tool's first step (receive() posts that too), so
     // everything a tool that finishes at once says (the priming event, the answer, the
     // end) is queued before it, and the connection writes the response in one write
@@ -459,7 +469,11 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
   const std::shared_ptr<response_sink>& sink = call.sink;
   // Behind whatever the request's first step queued, as for a session's request.
   if (call.after_redis) {
-    asio::post(c.executor(), [peers = st_.peers, shard = c.home().index, sink] { peers->accept_when_written(shard, sink); });
+    // Not refused when Redis does not take the task's record: the task runs here already,
+    // and a 503 would tell the client that nothing did (docs/scale-out.md, limits).
+    asio::post(c.executor(), [peers = st_.peers, shard = c.home().index, sink] {
+      peers->accept_when_written(shard, sink, false);
+    });
   } else {
     asio::post(c.executor(), [sink] { sink->accept(); });
   }
@@ -518,7 +532,7 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
     found = co_await find_session(c, std::string(*sid), who);
     if (found.answered) co_return *found.answered;
     if (found.owner.empty()) break;
-    if (look == 1) co_return co_await refuse_moving(c);
+    if (look == 1) co_return co_await refuse_moving(c, std::nullopt);
     if (auto forwarded = co_await forward_get(c, std::string(*sid), found.owner, number, after, resume, who))
       co_return *forwarded;
   }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// What keeps the instances of a cluster from mixing up whom they answer
-/// (docs/scale-out.md, "What always holds"): a reply is taken only by the forward that
-/// asked, from the member it asked; a relayed stream with a hole in it is ended, never
-/// passed off as whole; and a forwarded request carries its principal, so the tool on the
-/// owner sees the caller it would see on the instance the client reached.
+/// The promises a cluster keeps under faults (docs/scale-out.md, "What always holds"): a
+/// reply is taken only by the forward that asked, from the member it asked; a relayed
+/// stream with a hole in it is ended, never passed off as whole; a forwarded request
+/// carries its principal, so the tool on the owner sees the caller it would see on the
+/// instance the client reached; and a new session is acknowledged only once Redis has
+/// its record.
 ///
 /// The cross-process cases (an instance killed and restarted under the same name) are in
 /// test/peer/cluster_faults.mjs; these cause the same conditions inside one process, by
@@ -147,5 +148,41 @@ TEST_SUITE("adapters/redis") {
     auto there = cb.read_response();
     REQUIRE(there);
     CHECK(result_text(sse_messages(there->body)) == "alice +read tenant=blue from=ip");
+  }
+
+  TEST_CASE("a session is acknowledged only once Redis has its record: full or down, initialize gets 503") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    const std::string init =
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+        R"("capabilities":{},"clientInfo":{"name":"c","version":"1"}}})";
+    const auto refused = [&](const char* what) {
+      raw_connection c(a.port(), guard_ms);
+      c.send(mcp_post(init));
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK_MESSAGE(r->status == 503, what);
+      CHECK(r->header("retry-after"));
+      CHECK(r->header("mcp-session-id") == nullptr);
+      CHECK(r->body.find("Redis") != std::string::npos);
+      CHECK(boost::json::parse(r->body).at("error").at("code") == -32603);
+    };
+    // Full, with the default policy (noeviction): Redis refuses the record's write.
+    CHECK(redis_cli(redis, {"CONFIG", "SET", "maxmemory", "1"}) == "OK");
+    refused("Redis full");
+    CHECK(a.listener->sessions() == 0);
+    // Room again: the session is acknowledged, and found through the other instance.
+    CHECK(redis_cli(redis, {"CONFIG", "SET", "maxmemory", "0"}) == "OK");
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    const std::string sid = initialize(ca);
+    cb.send(mcp_post(call(1, "echo", R"({"text":"found"})"), session_header(sid)));
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(result_text(sse_messages(r->body)) == "found");
+    // Down: refused at once, not acknowledged as a session nobody else could find.
+    redis.stop();
+    refused("Redis down");
+    CHECK(a.listener->sessions() == 1);  // the earlier session is served from memory
   }
 }
