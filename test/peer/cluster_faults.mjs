@@ -16,6 +16,9 @@
 // - a stream exists from its first byte: a call that has sent only its priming event when
 //   its owner is killed (kill -9) is resumed with Last-Event-ID through each other
 //   instance, and each resume ends it with the same -32603 naming what happened.
+// - a request that reaches an owner which stopped answering (SIGSTOP: its subscription
+//   stays open, so the request counts as delivered) is served by the instance it reached
+//   once the owner has been silent for instance_ttl: the client sees its answer, not 503.
 //
 // Exit 77 (skipped) without nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
@@ -157,6 +160,29 @@ await step('a stream exists from its first byte: a killed owner\'s silent call r
     const answers = sseMessages(text).filter((m) => m.id === 42);
     check(answers.length === 1 && answers[0].error?.code === -32603 && /stopped/.test(answers[0].error.message),
       `through ${through.name}: ${show(text)}`);
+  }
+});
+
+await step('a request that reaches an owner which stopped answering is served by the next owner, not refused', async () => {
+  // B owns the session and is stopped (SIGSTOP): its inbox subscription stays open, so
+  // what A forwards there counts as delivered, and nobody takes it up. Once B has been
+  // silent for instance_ttl, A takes the session over and serves the call itself.
+  const sid = await openSession(b);
+  process.kill(b.child.pid, 'SIGSTOP');
+  try {
+    const response = await fetch(a.url, {
+      method: 'POST',
+      headers: headers(sid),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'served' } } }),
+    });
+    const { text } = await readUntil(response, (t) => t.includes('"id":7'));
+    check(response.status === 200, `the call through A: ${response.status} ${text}`);
+    const answers = sseMessages(text).filter((m) => m.id === 7);
+    check(answers.length === 1 && answers[0].result?.content?.[0]?.text === 'served', `the answer: ${show(text)}`);
+  } finally {
+    // B must not wake with its copy of the session: nothing fences it yet
+    // (docs/scale-out.md, limits), so it dies stopped.
+    b.kill();
   }
 });
 

@@ -152,6 +152,25 @@ inline std::string redis_cli(const droid::test::redis_server& redis, const std::
   return out;
 }
 
+/// Reads `c`'s response up to its first event (the priming event) and returns that
+/// event's id: what a client resumes the stream from.
+inline std::string first_event_id(raw_connection& c) {
+  const std::string head = c.read_until("\n\n");
+  const auto at = head.find("id: ");
+  REQUIRE(at != std::string::npos);
+  return head.substr(at + 4, head.find('\n', at) - at - 4);
+}
+
+/// Resumes session `sid`'s stream after `event` through the instance on `port`, and
+/// returns what came until `until` (or the guard).
+inline std::string resume(std::uint16_t port, const std::string& sid, const std::string& event,
+                          std::string_view until) {
+  raw_connection resumed(port, guard_ms);
+  resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid +
+               "\r\nLast-Event-ID: " + event + "\r\n\r\n");
+  return resumed.read_until(until);
+}
+
 inline std::string session_header(const std::string& sid) { return "Mcp-Session-Id: " + sid + "\r\n"; }
 
 inline std::string call(int id, const std::string& tool, const std::string& arguments = "{}") {

@@ -10,6 +10,8 @@
 /// The cross-process cases (an instance killed and restarted under the same name) are in
 /// test/peer/cluster_faults.mjs; these cause the same conditions inside one process, by
 /// publishing on an instance's inbox what a stale or foreign sender would.
+#include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,6 +39,28 @@ std::string fields(std::initializer_list<std::string_view> parts) {
 std::string inbox_of(const droid::test::redis_server& redis, const std::string& name) {
   return redis_cli(redis, {"PUBSUB", "CHANNELS", "droid:c:" + name + "#*"});
 }
+
+/// Two instances, a session on `a`, and a call of `wait` (1.5 s) through `b`, which
+/// forwards it to `a`: what a forged reply on `b`'s inbox could be mistaken for.
+struct forwarded_call {
+  droid::test::redis_server redis;
+  instance a{redis.url(), "a"}, b{redis.url(), "b"};
+  raw_connection ca{a.port(), guard_ms}, cb{b.port(), guard_ms};
+  std::string sid = initialize(ca);
+  std::string b_inbox, a_member;
+
+  explicit forwarded_call(int id) {
+    cb.send(mcp_post(call(id, "wait", R"({"ms":1500})"), session_header(sid)));
+    b_inbox = inbox_of(redis, "b");
+    a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
+    REQUIRE(b_inbox.starts_with("droid:c:b#"));
+    REQUIRE(a_member.starts_with("a#"));
+  }
+  /// Publishes `payload` on b's inbox, as a sender other than its instances would.
+  [[nodiscard]] std::string publish(const std::string& payload) {
+    return redis_cli(redis, {"PUBLISH", b_inbox, payload});
+  }
+};
 
 /// Tokens by name: "alice" (scope read, tenant blue); anything else is refused.
 struct table_verifier final : droid::auth::token_verifier {
@@ -71,28 +95,19 @@ void with_auth(droid::http::options& o) {
 TEST_SUITE("adapters/redis") {
   TEST_CASE("a reply is taken only from the member the forward asked, for the forward that asked") {
     REQUIRE(droid::test::have_redis_server());
-    droid::test::redis_server redis;
-    instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
-    const std::string sid = initialize(ca);
-    cb.send(mcp_post(call(7, "wait", R"({"ms":1500})"), session_header(sid)));
-    const std::string b_inbox = inbox_of(redis, "b");
-    const std::string a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
-    REQUIRE(b_inbox.starts_with("droid:c:b#"));
-    REQUIRE(a_member.starts_with("a#"));
+    forwarded_call fc(7);
     // Waits until b's forward is open (the owner has begun the call: its stream is in
     // Redis), so that the forgeries below meet a forward they could be mistaken for.
-    for (int i = 0; i < 300 && redis_cli(redis, {"KEYS", "droid:r:" + sid + ":*"}).empty(); ++i)
+    for (int i = 0; i < 300 && redis_cli(fc.redis, {"KEYS", "droid:r:" + fc.sid + ":*"}).empty(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const std::string forged = R"({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"forged"}]}})";
     // Tag 1 is b's first forward: the same tag from a member b did not ask (another
     // instance, or a previous life of a, as after a restart under the same name)...
-    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", "a#0000000000000000", "1", "0", "1", "1", "1-1", forged})}) ==
-          "1");
-    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"rej", "a#0000000000000000", "1", "404", "forged"})}) == "1");
+    CHECK(fc.publish(fields({"evs", "a#0000000000000000", "1", "0", "1", "1", "1-1", forged})) == "1");
+    CHECK(fc.publish(fields({"rej", "a#0000000000000000", "1", "404", "forged"})) == "1");
     // ... and the right member's reply to a tag b never opened.
-    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", a_member, "99", "0", "1", "1", "1-1", forged})}) == "1");
-    auto r = cb.read_response();
+    CHECK(fc.publish(fields({"evs", fc.a_member, "99", "0", "1", "1", "1-1", forged})) == "1");
+    auto r = fc.cb.read_response();
     REQUIRE(r);
     CHECK(r->status == 200);
     CHECK(r->body.find("forged") == std::string::npos);
@@ -101,27 +116,15 @@ TEST_SUITE("adapters/redis") {
 
   TEST_CASE("a relayed stream with a hole in it is ended, and its resume gets every event") {
     REQUIRE(droid::test::have_redis_server());
-    droid::test::redis_server redis;
-    instance a(redis.url(), "a"), b(redis.url(), "b");
-    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
-    const std::string sid = initialize(ca);
-    cb.send(mcp_post(call(8, "wait", R"({"ms":1500})"), session_header(sid)));
-    const std::string b_inbox = inbox_of(redis, "b");
-    const std::string a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
+    forwarded_call fc(8);
     // The priming event, relayed as the owner's batch 0, names the stream to resume.
-    const std::string head = cb.read_until("\n\n");
-    const auto at = head.find("id: ");
-    REQUIRE(at != std::string::npos);
-    const std::string event = head.substr(at + 4, head.find('\n', at) - at - 4);
+    const std::string event = first_event_id(fc.cb);
     // A batch out of turn (batch 1 never came): as if pub/sub had dropped one.
-    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", a_member, "1", "5", "0", "0"})}) == "1");
+    CHECK(fc.publish(fields({"evs", fc.a_member, "1", "5", "0", "0"})) == "1");
     // The stream ends without its answer: the client must resume, not wait forever.
-    const std::string tail = cb.read_until("0\r\n\r\n");
+    const std::string tail = fc.cb.read_until("0\r\n\r\n");
     CHECK(tail.find("waited") == std::string::npos);
-    raw_connection resumed(b.port(), guard_ms);
-    resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) +
-                 "Last-Event-ID: " + event + "\r\n\r\n");
-    const std::string body = resumed.read_until("waited");
+    const std::string body = resume(fc.b.port(), fc.sid, event, "waited");
     CHECK(body.find("200 OK") != std::string::npos);
     CHECK(body.find("waited") != std::string::npos);
   }
@@ -184,5 +187,44 @@ TEST_SUITE("adapters/redis") {
     redis.stop();
     refused("Redis down");
     CHECK(a.listener->sessions() == 1);  // the earlier session is served from memory
+  }
+
+  TEST_CASE("an owner that is heard from but never takes a request up: 503 naming the request, with Retry-After") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance b(redis.url(), "b");
+    // A ghost owner: its inbox has a listener (redis-cli, which reads and never answers),
+    // its heartbeat key is set and it beats on the common channel, and a session's record
+    // names it. What b forwards there is delivered and never taken up, as with an owner
+    // whose event loop is stuck while its heartbeat goes on.
+    const std::string ghost = "ghost#0000000000000001";
+    const std::string sid = "ghost-session";
+    CHECK(redis_cli(redis, {"SET", "droid:i:" + ghost, "1", "PX", "60000"}) == "OK");
+    CHECK(redis_cli(redis, {"HSET", "droid:s:" + sid, "owner", ghost, "version", "2025-11-25", "principal", ""}) == "3");
+    const std::string listen = "timeout 20 redis-cli -p " + std::to_string(redis.port()) + " SUBSCRIBE 'droid:c:" +
+                               ghost + "' >/dev/null 2>&1 &";
+    REQUIRE(std::system(listen.c_str()) == 0);
+    for (int i = 0; i < 500 && redis_cli(redis, {"PUBSUB", "NUMSUB", "droid:c:" + ghost}).ends_with("\n0"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::atomic<bool> beating{true};
+    std::thread heart([&] {
+      while (beating) {
+        (void)redis_cli(redis, {"PUBLISH", "droid:all", fields({"hb", ghost})});
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    raw_connection cb(b.port(), guard_ms);
+    cb.send(mcp_post(call(9, "echo", R"({"text":"x"})"), session_header(sid)));
+    auto r = cb.read_response();
+    beating = false;
+    heart.join();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->header("retry-after"));
+    const auto body = boost::json::parse(r->body);
+    CHECK(body.at("id") == 9);
+    CHECK(body.at("error").at("code") == -32603);
+    CHECK(std::string_view(body.at("error").at("message").as_string()).find("did not take the request up") !=
+          std::string_view::npos);
   }
 }

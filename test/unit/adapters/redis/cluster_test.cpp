@@ -128,15 +128,9 @@ TEST_SUITE("adapters/redis") {
     {
       raw_connection first(a.port(), guard_ms);
       first.send(mcp_post(call(5, "wait", R"({"ms":300})"), session_header(sid)));
-      const std::string head = first.read_until("\n\n");  // the priming event
-      const auto id_at = head.find("id: ");
-      REQUIRE(id_at != std::string::npos);
-      event = head.substr(id_at + 4, head.find('\n', id_at) - id_at - 4);
+      event = first_event_id(first);
     }  // the connection drops before the answer
-    raw_connection resumed(b.port(), guard_ms);
-    resumed.send("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + session_header(sid) +
-                 "Last-Event-ID: " + event + "\r\n\r\n");
-    const std::string body = resumed.read_until("waited");
+    const std::string body = resume(b.port(), sid, event, "waited");
     CHECK(body.find("200 OK") != std::string::npos);
     CHECK(body.find("waited") != std::string::npos);
   }

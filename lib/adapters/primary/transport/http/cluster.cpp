@@ -632,8 +632,7 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     }
     if (!sink) return;
     if (!in_turn) {
-      post_to(0, broken.owner, encode_fields({"stop", member_, f[2]}));
-      break_forward(broken, sink);
+      break_forward(to_u64(f[2]), broken, sink);
       return;
     }
     if (kind == "rej") {
@@ -648,7 +647,9 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
   if (on_request) on_request(std::move(f));
 }
 
-void cluster::break_forward(const forward& f, const std::shared_ptr<response_sink>& sink) {
+void cluster::break_forward(std::uint64_t tag, const forward& f, const std::shared_ptr<response_sink>& sink) {
+  // Shard 0: where the inbox, and so every caller of this, runs.
+  post_to(0, f.owner, encode_fields({"stop", member_, std::to_string(tag)}));
   if (!f.settled) sink->accept();
   if (f.request_id_json.empty() || !f.json) {
     // A stream (a call's, or a GET's) ends where it stands: its client resumes it with
@@ -666,14 +667,19 @@ void cluster::break_forward(const forward& f, const std::shared_ptr<response_sin
 }
 
 void cluster::inbox_lost() {
-  std::vector<std::pair<forward, std::shared_ptr<response_sink>>> broken;
+  struct broken_forward {
+    std::uint64_t tag;
+    forward f;
+    std::shared_ptr<response_sink> sink;
+  };
+  std::vector<broken_forward> broken;
   {
     std::lock_guard lock(mutex_);
     for (auto& [tag, f] : forwards_)
-      if (auto sink = f.sink.lock()) broken.emplace_back(f, std::move(sink));
+      if (auto sink = f.sink.lock()) broken.push_back({tag, f, std::move(sink)});
     forwards_.clear();
   }
-  for (auto& [f, sink] : broken) break_forward(f, sink);
+  for (const broken_forward& b : broken) break_forward(b.tag, b.f, b.sink);
 }
 
 task<void> cluster::sweep() {

@@ -223,10 +223,11 @@ class cluster : public std::enable_shared_from_this<cluster> {
     /// that it resumes with Last-Event-ID and gets every event from the owner's record.
     std::uint64_t next_batch = 0;
   };
-  /// The replies of forward `f` can no longer be known to arrive whole (a batch missed, or
-  /// the inbox's connection lost): its client's stream is ended where it stands (a stream
-  /// is resumed; a JSON answer gets an error saying the answer was lost).
-  static void break_forward(const forward& f, const std::shared_ptr<response_sink>& sink);
+  /// The replies of forward `tag` (`f`, already out of the table) can no longer be known
+  /// to arrive whole (a batch missed, or the inbox's connection lost): its owner is told to
+  /// stop relaying, and its client's stream is ended where it stands (a stream is resumed;
+  /// a JSON answer gets an error saying the answer was lost).
+  void break_forward(std::uint64_t tag, const forward& f, const std::shared_ptr<response_sink>& sink);
   void on_message(std::string_view channel, std::string_view payload);
   void beat();
   /// Ends the forwards to owners that are gone, and refuses those not taken up in time.

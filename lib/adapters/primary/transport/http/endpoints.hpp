@@ -135,7 +135,8 @@ class streamable_endpoint {
                      const std::shared_ptr<response_sink>& sink, bool json_mode,
                      std::shared_ptr<const request_origin> origin);
   /// Opens (`number` 0) or resumes a GET stream of `entry` into `sink`: the sink is
-  /// accepted or rejected on the session's shard.
+  /// accepted or rejected on the session's shard. A stream an earlier owner of a session
+  /// taken over wrote is read from Redis.
   void start_get(const std::shared_ptr<session_entry>& entry, const std::shared_ptr<response_sink>& sink,
                  std::uint64_t number, std::uint64_t after, bool resume);
   /// Undoes `start_get` once the GET's connection (or relay) is done.

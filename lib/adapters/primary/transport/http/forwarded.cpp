@@ -175,21 +175,6 @@ void start_relay(const std::shared_ptr<cluster>& peers, asio::any_io_executor ho
         });
 }
 
-/// Replays stream `number` of session `entry`, which an earlier owner wrote (only Redis has
-/// it), into `sink`, for a GET another instance forwarded here: the same as a GET that
-/// reached this instance (streamable_endpoint::get), so that a dead owner's stream
-/// resumes through every instance, not only through the one that took the session over.
-/// Runs on the session's shard.
-task<void> replay_earlier_owner(std::shared_ptr<cluster> peers, std::shared_ptr<session_entry> entry,
-                                std::uint64_t number, std::uint64_t after, std::shared_ptr<response_sink> sink) {
-  if (!co_await peers->replay_foreign(entry->shard, entry, number, after, sink)) {
-    sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
-    co_return;
-  }
-  entry->resumed.push_back(sink);
-  sink->accept();
-}
-
 }  // namespace
 
 task<bool> reply_unavailable(connection& c, const std::optional<ir::request_id>& id, std::string_view why) {
@@ -394,13 +379,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     if (number == 0 && entry->has_standalone.exchange(true))
       return refuse(f[2], f[3], 409, "Conflict: this session already has a standalone stream open");
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    if (number != 0 && entry->epoch > 0 && number < (entry->epoch << 32)) {
-      ++entry->active;  // as start_get counts it; end_get gives it back
-      spawn(entry->executor, replay_earlier_owner(st_.peers, entry, number, to_u64(f[5]), sink),
-            [](std::exception_ptr) {});
-    } else {
-      start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
-    }
+    start_get(entry, sink, number, to_u64(f[5]), f[6] == "1");
     start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3],
                 [this, entry, sink, number] { end_get(entry, sink, number); });
     return;

@@ -13,6 +13,7 @@
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 
+#include <droid/application/spawn.hpp>
 #include <droid/application/server/modern_request.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
@@ -48,6 +49,25 @@ bool is_supported_version(std::string_view v) {
 task<bool> refuse_moving(connection& c, const std::optional<ir::request_id>& id) {
   co_return co_await reply_unavailable(
       c, id, "Service Unavailable: the session is moving between server instances; try again shortly");
+}
+
+/// Replays stream `number` of session `entry`, which an earlier owner wrote (only Redis has
+/// it), into `sink`, for any GET that resumes it, whether it reached this instance or was
+/// forwarded here: a dead owner's stream resumes through every instance, not only through
+/// the one that took the session over. Runs on the session's shard (its Redis client).
+task<void> replay_earlier_owner(std::shared_ptr<cluster> peers, std::shared_ptr<session_entry> entry,
+                                std::uint64_t number, std::uint64_t after, std::shared_ptr<response_sink> sink) {
+  // Named, not awaited inside the condition: g++ 12 miscompiles that form (the frame was
+  // resumed in an invalid state, a SIGILL at -O0).
+  const bool replayed = co_await peers->replay_foreign(entry->shard, entry, number, after, sink);
+  if (!replayed) {
+    sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
+    co_return;
+  }
+  // The stream is over: the client reads what it missed, then idles as on a resumed
+  // stream of this instance's.
+  entry->resumed.push_back(sink);
+  sink->accept();
 }
 
 }  // namespace
@@ -242,8 +262,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     if (sink->rejected_status() != 0) {
       --entry->active;
       if (auto gone = st_.sessions.erase(entry->id)) end_session(gone);
-      co_return co_await c.reply_rpc_error(sink->rejected_status(), ir::errc::internal_error, sink->rejected_message(),
-                                           false, "Retry-After: 1\r\n");
+      co_return co_await reply_unavailable(c, request_id, sink->rejected_message());
     }
   }
   bool keep;
@@ -544,24 +563,7 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
                                        "Conflict: this session already has a standalone stream open");
 
   auto sink = c.make_sink();
-  // A stream of an earlier owner of a session taken over: only Redis has it.
-  if (st_.peers && !standalone && entry->epoch > 0 && number < (entry->epoch << 32)) {
-    ++entry->active;
-    const bool ok = co_await st_.peers->replay_foreign(c.home().index, entry, number, after, sink);
-    if (!ok) {
-      --entry->active;
-      co_return co_await c.reply_rpc_error(
-          400, ir::errc::invalid_request, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
-    }
-    droid::detail::dispatch_on(entry->executor, [entry, sink] {
-      // The stream is over: the client reads what it missed, then idles as on a resumed
-      // stream of this instance's.
-      entry->resumed.push_back(sink);
-      sink->accept();
-    });
-  } else {
-    start_get(entry, sink, number, after, resume);
-  }
+  start_get(entry, sink, number, after, resume);
   co_await sink->wait_settled();
   bool keep = false;
   if (sink->rejected_status() != 0) {
@@ -581,6 +583,11 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
                                     const std::shared_ptr<response_sink>& sink, std::uint64_t number,
                                     std::uint64_t after, bool resume) {
   ++entry->active;
+  // A stream of an earlier owner of a session taken over: only Redis has it.
+  if (st_.peers && number != 0 && entry->epoch > 0 && number < (entry->epoch << 32)) {
+    spawn(entry->executor, replay_earlier_owner(st_.peers, entry, number, after, sink), [](std::exception_ptr) {});
+    return;
+  }
   droid::detail::dispatch_on(entry->executor, [entry, sink, number, after, resume] {
     const auto refuse = [&] {
       sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
