@@ -16,9 +16,14 @@
 // - a stream exists from its first byte: a call that has sent only its priming event when
 //   its owner is killed (kill -9) is resumed with Last-Event-ID through each other
 //   instance, and each resume ends it with the same -32603 naming what happened.
-// - a request that reaches an owner which stopped answering (SIGSTOP: its subscription
-//   stays open, so the request counts as delivered) is served by the instance it reached
-//   once the owner has been silent for instance_ttl: the client sees its answer, not 503.
+// - at most one owner: an owner stopped (SIGSTOP) past its lease; the call through
+//   another instance is served there once the lease is gone, and the old owner, woken,
+//   neither serves the request it was sent while stopped from its stale copy nor writes
+//   the record back (the lease and the epoch fence it).
+// - a dropped subscription (CLIENT KILL TYPE pubsub) moves no session: publishes that
+//   reached nobody are made again while the owner's lease lasts.
+// - recovery is not sampled: Redis emptied (FLUSHALL), every session's record is written
+//   again within a heartbeat of the lease's renewal finding the lease gone.
 //
 // Exit 77 (skipped) without nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
@@ -163,26 +168,85 @@ await step('a stream exists from its first byte: a killed owner\'s silent call r
   }
 });
 
-await step('a request that reaches an owner which stopped answering is served by the next owner, not refused', async () => {
-  // B owns the session and is stopped (SIGSTOP): its inbox subscription stays open, so
-  // what A forwards there counts as delivered, and nobody takes it up. Once B has been
-  // silent for instance_ttl, A takes the session over and serves the call itself.
-  const sid = await openSession(b);
-  process.kill(b.child.pid, 'SIGSTOP');
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const ownerOf = (sid) => cluster.redisCall('HGET', `droid:s:${sid}`, 'owner');
+/// Posts one JSON-RPC request of session `sid` to `instance`; resolves to its status and
+/// the message answering `id` (from a JSON body or an event stream), read whole.
+async function ask(instance, sid, id, method, params) {
+  const response = await fetch(instance.url, {
+    method: 'POST', headers: headers(sid), body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+  });
+  const { text, reader } = await readUntil(response, (t) => t.includes(`"id":${id}`));
+  reader.cancel().catch(() => {});
+  let answer;
   try {
-    const response = await fetch(a.url, {
-      method: 'POST',
-      headers: headers(sid),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'served' } } }),
-    });
-    const { text } = await readUntil(response, (t) => t.includes('"id":7'));
-    check(response.status === 200, `the call through A: ${response.status} ${text}`);
-    const answers = sseMessages(text).filter((m) => m.id === 7);
-    check(answers.length === 1 && answers[0].result?.content?.[0]?.text === 'served', `the answer: ${show(text)}`);
+    answer = JSON.parse(text);
+  } catch {
+    answer = sseMessages(text).find((m) => m.id === id);
+  }
+  return { status: response.status, answer, text };
+}
+const echo = (instance, sid, id, text) => ask(instance, sid, id, 'tools/call', { name: 'echo', arguments: { text } });
+
+await step('an owner stopped past its lease: the session is served by the next owner, and the old one wakes fenced', async () => {
+  // B owns the session and is stopped (SIGSTOP): its inbox subscription stays open, so
+  // what A forwards there counts as delivered, and nobody takes it up. Once B's lease is
+  // gone, A takes the session over and serves the call itself. A request sent straight to
+  // B meanwhile waits in B's socket; when B wakes, it must not serve it from its stale
+  // copy, nor write the record back: it is served by A, or refused unrun.
+  const sid = await openSession(b);
+  check(ownerOf(sid).startsWith('i2#'), `the record names B: ${ownerOf(sid)}`);
+  process.kill(b.child.pid, 'SIGSTOP');
+  let stopped = true;
+  try {
+    const direct = ask(b, sid, 8, 'logging/setLevel', { level: 'debug' });
+    const started = Date.now();
+    const served = await echo(a, sid, 7, 'served');
+    check(served.status === 200 && served.answer?.result?.content?.[0]?.text === 'served',
+      `the call through A: ${served.status} ${show(served.text)}`);
+    check(Date.now() - started < 10_000, `the call through A took ${Date.now() - started} ms`);
+    const owner = ownerOf(sid);
+    check(owner.startsWith('i1#'), `the record names A after the takeover: ${owner}`);
+    process.kill(b.child.pid, 'SIGCONT');
+    stopped = false;
+    const late = await direct;
+    const ran = late.status === 200 && late.answer?.result !== undefined;
+    const refused = late.status === 503 || late.answer?.error?.code === -32603;
+    check(ran || refused, `the request B held while stopped: ${late.status} ${show(late.text)}`);
+    // Served, it was served by A (the record's level is A's to write); refused, it did not run.
+    if (ran) check(cluster.redisCall('HGET', `droid:s:${sid}`, 'level') === 'debug', 'the level B was asked to set is not the owner\'s');
+    const again = await echo(b, sid, 9, 'again');
+    check(again.status === 200 && again.answer?.result?.content?.[0]?.text === 'again',
+      `a call through B after it woke: ${again.status} ${show(again.text)}`);
+    check(ownerOf(sid) === owner, `B wrote itself back as the owner: ${ownerOf(sid)}`);
   } finally {
-    // B must not wake with its copy of the session: nothing fences it yet
-    // (docs/scale-out.md, limits), so it dies stopped.
-    b.kill();
+    if (stopped) process.kill(b.child.pid, 'SIGCONT');
+  }
+});
+
+await step('a dropped subscription (CLIENT KILL TYPE pubsub) moves nothing: the owner keeps its session, every call is answered; 5 rounds', async () => {
+  const sid = await openSession(a);
+  const owner = ownerOf(sid);
+  for (let round = 0; round < 5; ++round) {
+    cluster.redisCall('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    const r = await echo(b, sid, 100 + round, `round ${round}`);
+    check(r.status === 200 && r.answer?.result?.content?.[0]?.text === `round ${round}`,
+      `round ${round} through B: ${r.status} ${show(r.text)}`);
+    check(ownerOf(sid) === owner, `round ${round}: the session moved from ${owner} to ${ownerOf(sid)}`);
+  }
+});
+
+await step('Redis emptied (FLUSHALL, as after a restart without persistence): every session is back within two heartbeats', async () => {
+  // (The third instance died in an earlier step: each session is asked for through the
+  // instance that does not own it.)
+  const sessions = [[await openSession(a), b], [await openSession(a), b], [await openSession(b), a], [await openSession(b), a]];
+  check(cluster.redisCall('FLUSHALL') === 'OK', 'FLUSHALL');
+  await sleep(2_500);  // two heartbeats of 1 s, and the margin of one
+  for (const [n, [sid, through]] of sessions.entries()) {
+    check(ownerOf(sid) !== '', `session ${n}'s record was not written again`);
+    const r = await echo(through, sid, 200 + n, `back ${n}`);
+    check(r.status === 200 && r.answer?.result?.content?.[0]?.text === `back ${n}`,
+      `session ${n} through ${through.name}: ${r.status} ${show(r.text)}`);
   }
 });
 

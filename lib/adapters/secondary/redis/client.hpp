@@ -181,6 +181,10 @@ class client : public std::enable_shared_from_this<client> {
   [[nodiscard]] const std::string& last_failure() const noexcept { return last_failure_; }
   /// Fire-and-forget commands that failed, for logs and metrics.
   [[nodiscard]] std::uint64_t failed_writes() const noexcept { return failed_writes_; }
+  /// Counts a write its caller awaited and saw fail among `failed_writes()`. Why: a write
+  /// whose reply its caller must read (a conditional one) is still a write that a barrier
+  /// behind it must know failed.
+  void count_failed_write() noexcept { ++failed_writes_; }
   /// Commands written or queued whose reply has not come.
   [[nodiscard]] std::size_t in_flight() const noexcept { return pending_.size(); }
   [[nodiscard]] const endpoint& where() const noexcept { return options_.where; }

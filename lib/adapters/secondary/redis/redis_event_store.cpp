@@ -35,10 +35,19 @@ std::string stream_keys::request(std::uint64_t stream) const {
   return key;
 }
 
+std::string stream_keys::index() const {
+  std::string key = prefix;
+  key.append("x:").append(session);
+  return key;
+}
+
 void redis_event_store::begin(std::uint64_t stream, const ir::request_id& id) {
   local_->begin(stream, id);
   const std::string ttl = std::to_string(keys_.ttl.count());
   (void)client_->send({"SET", keys_.request(stream), id.to_json(), "PX", ttl});
+  const std::string index = keys_.index();
+  (void)client_->send({"SADD", index, std::to_string(stream)});
+  (void)client_->send({"PEXPIRE", index, ttl});
 }
 
 void redis_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {

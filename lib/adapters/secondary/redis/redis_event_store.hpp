@@ -13,6 +13,9 @@
 ///     P e:S:N      a Redis Stream per event stream N: entry "seq-0" {d: data} per event,
 ///                  and "last+1-0" {end: 1} when the stream is over
 ///     P r:S:N      the JSON text of the id of the request stream N answers
+///     P x:S        the numbers N of the session's request streams, a set, so that ending
+///                  the session removes every key of it at once (the standalone stream's
+///                  are known without it: "0.E" for each epoch E up to the current one)
 ///
 /// Why explicit entry ids: the id is the event's sequence number, so a replay reads
 /// exactly "after seq", and an instance that ends a dead owner's stream with an error
@@ -46,6 +49,7 @@ struct stream_keys {
 
   [[nodiscard]] std::string events(std::uint64_t stream) const;
   [[nodiscard]] std::string request(std::uint64_t stream) const;
+  [[nodiscard]] std::string index() const;
 };
 
 /// The memory ring with Redis behind it. Affinity: the session's shard, whose client it

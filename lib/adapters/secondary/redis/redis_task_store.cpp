@@ -83,17 +83,58 @@ std::optional<task_record> parse_task_record(std::string_view json) {
   return r;
 }
 
+// KEYS[1]: the record; ARGV: this instance, the record's JSON (empty: delete it), its
+// expiry (Unix milliseconds). 1 written, 0 refused (another instance owns it).
+const std::string_view shared_task_store::write_script = R"(
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) return 1 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'record', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+return 1
+)";
+
 void shared_task_store::publish(std::string_view id) {
   const std::string key = prefix_ + "t:" + std::string(id);
   std::optional<task_record> r = local_->peek(id);
+  {
+    std::lock_guard lock(mutex_);
+    if (r) {
+      published_.emplace(id);
+    } else {
+      published_.erase(std::string(id));
+    }
+  }
   if (!r) {
-    write_({"DEL", key});
+    write_({"EVAL", std::string(write_script), "1", key, instance_, std::string(), "0"});
     return;
   }
   // The whole record each time: updates are few per task (a question, an answer, the
   // end), and a whole record can never be half applied.
-  write_({"HSET", key, "owner", instance_, "record", task_record_json(*r)});
-  write_({"PEXPIREAT", key, std::to_string(millis(r->expires_at()))});
+  write_({"EVAL", std::string(write_script), "1", key, instance_, task_record_json(*r),
+          std::to_string(millis(r->expires_at()))});
+}
+
+std::vector<std::string> shared_task_store::held() {
+  std::vector<std::string> ids;
+  std::lock_guard lock(mutex_);
+  for (auto it = published_.begin(); it != published_.end();) {
+    if (!local_->peek(*it)) {
+      it = published_.erase(it);  // expired here: its record expires in Redis too
+      continue;
+    }
+    ids.push_back(*it);
+    ++it;
+  }
+  return ids;
+}
+
+void shared_task_store::drop(std::string_view id) {
+  {
+    std::lock_guard lock(mutex_);
+    published_.erase(std::string(id));
+  }
+  local_->remove(id);
 }
 
 std::optional<std::string> shared_task_store::create(task_record record) {

@@ -13,8 +13,11 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <droid/application/server/task_store.hpp>
@@ -52,12 +55,28 @@ class shared_task_store final : public task_store {
   /// is failed, with `why` as its message; then it is served from here.
   void adopt(task_record record, const std::string& why);
 
+  /// The tasks written out from here and still held (for a member that lost its lease
+  /// and must learn which of them are still its own).
+  [[nodiscard]] std::vector<std::string> held();
+  /// Writes task `id`'s record again (Redis lost it).
+  void republish(std::string_view id) { publish(id); }
+  /// Forgets task `id` here without a word to Redis: another instance owns it now.
+  void drop(std::string_view id);
+
+  /// The script every write of a task record goes through: it writes only while the
+  /// record names this instance or there is none. Why: an instance whose lease lapsed
+  /// may still be finishing a task that another has adopted (and reported failed, or
+  /// cancelled); its late write must not turn the answer clients were given into another.
+  static const std::string_view write_script;
+
  private:
   void publish(std::string_view id);
   std::shared_ptr<memory_task_store> local_;
   std::string instance_;
   std::string prefix_;
   std::function<void(std::vector<std::string>)> write_;
+  std::mutex mutex_;
+  std::unordered_set<std::string> published_;  ///< ids with a record out (see `held`)
 };
 
 }  // namespace droid::redis

@@ -15,6 +15,7 @@
 #include <asio/post.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <droid/application/server/request_runner.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -57,13 +58,75 @@ std::uint64_t to_u64(std::string_view s) {
   return v;
 }
 
-/// Swaps a session's owner from `ARGV[1]` to `ARGV[2]` if it is still `ARGV[1]`, bumping
-/// its epoch; returns the new epoch, or -1 when another instance got there first.
+/// Swaps a session's owner from `ARGV[1]` to `ARGV[2]` if it is still `ARGV[1]` and that
+/// owner's lease (`KEYS[2]`) is gone, bumping its epoch; returns the new epoch, -1 when
+/// another instance got there first, -2 when the owner's lease is still current. Why the
+/// lease is checked here and not before: between a check and a swap the owner could come
+/// back; inside one script nothing comes between.
 constexpr std::string_view takeover_script = R"(
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
+if ARGV[1] ~= ARGV[2] and redis.call('EXISTS', KEYS[2]) == 1 then return -2 end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+)";
+
+/// Every write of a session's record: KEYS[1] the record; ARGV: this member, its epoch of
+/// the session, the time to live, then field and value pairs. Writes only while the
+/// record names this member at this epoch, or there is no record (a new session, or a
+/// Redis that lost it); 1 written, 0 refused (the session is another's now).
+constexpr std::string_view write_record_script = R"(
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner then
+  if owner ~= ARGV[1] then return 0 end
+  if (redis.call('HGET', KEYS[1], 'epoch') or '0') ~= ARGV[2] then return 0 end
+end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[2], unpack(ARGV, 4))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+)";
+
+/// A member back from a lapse asks of each session it holds: KEYS[1] the record; ARGV:
+/// this member, its epoch. 1 still ours (its time to live is left as it is), 2 no record
+/// (to be written again), 0 another's.
+constexpr std::string_view claim_script = R"(
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return 2 end
+if owner == ARGV[1] and (redis.call('HGET', KEYS[1], 'epoch') or '0') == ARGV[2] then return 1 end
+return 0
+)";
+
+/// The same for a task: KEYS[1] its record; ARGV[1] this member.
+constexpr std::string_view claim_task_script = R"(
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return 2 end
+if owner == ARGV[1] then return 1 end
+return 0
+)";
+
+/// Ends a session's keys at once (DELETE): KEYS[1] the record, KEYS[2] the set of its
+/// stream numbers; ARGV: this member, the key prefixes of its streams ("P e:ID:" and
+/// "P r:ID:"), its epoch (the standalone stream is kept per epoch).
+/// Only the owner's delete counts (a member whose lease lapsed must not end a session
+/// another took over).
+constexpr std::string_view forget_script = R"(
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[1] then return 0 end
+for _, n in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  redis.call('DEL', ARGV[2] .. n, ARGV[3] .. n)
+end
+for e = 0, tonumber(ARGV[4]) do redis.call('DEL', ARGV[2] .. '0.' .. e) end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+)";
+
+/// Takes task `KEYS[1]` over from `ARGV[1]` (whose lease is `KEYS[2]`) for `ARGV[2]`:
+/// returns its record's JSON, or nil when its owner is another now or its lease is current.
+constexpr std::string_view adopt_task_script = R"(
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return false end
+if redis.call('EXISTS', KEYS[2]) == 1 then return false end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2])
+return redis.call('HGET', KEYS[1], 'record')
 )";
 
 /// The Redis client of the shard this thread runs (null on other threads). Why: the task
@@ -269,22 +332,190 @@ void cluster::start() {
 void cluster::beat() {
   if (stopping_) return;
   redis::client& r = *clients_.front();
-  (void)r.send({"SET", opts_.key_prefix + "i:" + member_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
   (void)r.send({"PUBLISH", opts_.key_prefix + "all", encode_fields({"hb", member_})});
   // A subscribed connection has no traffic of its own: a PING is what finds one that
   // died without a word (its watchdog then times it out).
   (void)inbox_->send({"PING"});
+  spawn(shards_.front(), renew(), [](std::exception_ptr) {});
   spawn(shards_.front(), sweep(), [](std::exception_ptr) {});
-  if (!inbox_->connected()) {
-    inbox_was_down_ = true;
-  } else if (inbox_was_down_) {
-    inbox_was_down_ = false;
-    spawn(shards_.front(), give_up_lost_sessions(), [](std::exception_ptr) {});
-  }
   heartbeat_->expires_after(opts_.heartbeat);
   heartbeat_->async_wait([self = shared_from_this()](const std::error_code& ec) {
     if (!ec) self->beat();
   });
+}
+
+// ---- the lease ---------------------------------------------------------------------------
+
+std::int64_t cluster::lease_span_ns() const noexcept {
+  // The margin covers the drift between this machine's monotonic clock and Redis's over
+  // one `instance_ttl` (a fifth of it: far beyond any real clock's rate error).
+  const auto ttl = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.instance_ttl).count();
+  return ttl - ttl / 5;
+}
+
+bool cluster::fenced() const noexcept {
+  return recovering_.load(std::memory_order_acquire) || now_ns() >= lease_until_.load(std::memory_order_acquire);
+}
+
+task<bool> cluster::until_current(asio::any_io_executor executor) {
+  if (!fenced()) co_return true;
+  const auto until = clock_type::now() + opts_.instance_ttl + opts_.forward_timeout;
+  while (fenced()) {
+    if (clock_type::now() >= until || stopping_) co_return false;
+    asio::steady_timer pause(executor, std::chrono::milliseconds(10));
+    (void)co_await pause.async_wait(use_task);
+  }
+  co_return true;
+}
+
+std::shared_ptr<forward_gate> cluster::new_gate() const {
+  auto g = std::make_shared<forward_gate>();
+  g->lapses = lapses_.load(std::memory_order_acquire);
+  return g;
+}
+
+bool cluster::may_start(forward_gate* gate) const {
+  const bool current = !fenced() && (!gate || gate->lapses == lapses_.load(std::memory_order_acquire));
+  if (!gate) return current;
+  std::uint8_t expected = forward_gate::pending;
+  return gate->phase.compare_exchange_strong(expected, current ? forward_gate::started : forward_gate::abandoned) &&
+         current;
+}
+
+void cluster::abandon(std::string_view from, std::string_view tag) {
+  std::shared_ptr<forward_gate> gate;
+  {
+    std::lock_guard lock(mutex_);
+    const std::string key = std::string(from) + "/" + std::string(tag);
+    if (auto it = relays_.find(key); it != relays_.end()) gate = it->second.gate;
+  }
+  if (!gate) {
+    // Not here: it never arrived (lost with a dropped subscription), or it ran and its
+    // relay ended (then the asker has its answer already and ignores this).
+    post_to(0, std::string(from),
+            encode_fields({"rej", member_, tag, std::to_string(owner_silent), "the request never reached its owner"}));
+    return;
+  }
+  std::uint8_t expected = forward_gate::pending;
+  if (gate->phase.compare_exchange_strong(expected, forward_gate::abandoned) ||
+      expected == forward_gate::abandoned) {
+    // It will never start (`may_start` stops it), so the asker may look again and have
+    // it served wherever the session is then; said now, not when the session's shard
+    // gets to it (a busy shard is what kept it waiting).
+    post_to(0, std::string(from),
+            encode_fields({"rej", member_, tag, std::to_string(owner_silent), "the owner had not started it"}));
+    return;
+  }
+  // Started: its answer is on its way.
+}
+
+task<void> cluster::renew() {
+  if (recovering_ || lease_until_.load() == 0) {
+    co_await recover();
+    co_return;
+  }
+  // A member that cannot hear its inbox does not renew: requests would reach it and be
+  // lost, so it lets its lease run out and is taken for gone instead.
+  if (!inbox_->connected()) co_return;
+  const std::int64_t sent = now_ns();
+  auto set = clients_.front()->command({"SET", opts_.key_prefix + "i:" + member_, "1", "XX", "PX",
+                                        std::to_string(opts_.instance_ttl.count())});
+  auto r = co_await set;
+  if (!r || r->is_error()) co_return;  // unconfirmed: the lease runs out by itself
+  if (r->is_nil()) {
+    co_await recover();  // gone (expired, or a Redis that lost it)
+    co_return;
+  }
+  // Never moved back: a late reply to an older renewal must not shorten a newer one.
+  std::int64_t until = lease_until_.load();
+  while (until < sent + lease_span_ns() && !lease_until_.compare_exchange_weak(until, sent + lease_span_ns())) {
+  }
+}
+
+void cluster::end_relays() {
+  std::vector<std::pair<std::string, relay_entry>> all;
+  {
+    std::lock_guard lock(mutex_);
+    all.assign(relays_.begin(), relays_.end());
+  }
+  for (auto& [key, r] : all) {
+    if (r.gate) {
+      std::uint8_t expected = forward_gate::pending;
+      (void)r.gate->phase.compare_exchange_strong(expected, forward_gate::abandoned);
+    }
+    const std::size_t slash = key.rfind('/');
+    post_to(0, key.substr(0, slash), encode_fields({"brk", member_, key.substr(slash + 1)}));
+    asio::dispatch(r.home, [weak = r.sink, cancel = std::move(r.cancel)] {
+      if (auto sink = weak.lock()) sink->kill();
+      if (cancel) cancel();
+    });
+  }
+}
+
+task<void> cluster::recover() {
+  if (recovery_running_ || stopping_) co_return;
+  recovery_running_ = true;
+  if (!recovering_.exchange(true)) {
+    lapses_.fetch_add(1);
+    end_relays();
+  }
+  struct done_guard {
+    bool& flag;
+    ~done_guard() { flag = false; }
+  } guard{recovery_running_};
+  redis::client& c = *clients_.front();
+  const std::int64_t sent = now_ns();
+  auto set = c.command({"SET", opts_.key_prefix + "i:" + member_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
+  auto taken = co_await set;
+  if (!taken || taken->is_error()) co_return;  // the next heartbeat tries again
+  // From here nobody can take what still names this member; what names another is theirs.
+  for (const std::shared_ptr<session_entry>& e : st_.sessions.snapshot()) {
+    if (e->legacy) continue;
+    auto claim = c.command({"EVAL", claim_script, "1", opts_.key_prefix + "s:" + e->id, member_, std::to_string(e->epoch)});
+    auto mine = co_await claim;
+    if (!mine || mine->is_error()) co_return;
+    if (mine->integer == 0) give_up(e->id);
+    if (mine->integer == 2) write_record(e);
+  }
+  if (tasks_) {
+    for (const std::string& id : tasks_->held()) {
+      auto claim = c.command({"EVAL", claim_task_script, "1", opts_.key_prefix + "t:" + id, member_});
+      auto mine = co_await claim;
+      if (!mine || mine->is_error()) co_return;
+      if (mine->integer == 2) tasks_->republish(id);
+      if (mine->integer != 0) continue;
+      // Adopted by another instance (and reported failed there): stopped here, unsaid.
+      tasks_->drop(id);
+      if (std::shared_ptr<request_runner> runner = droid::detail::core(st_.srv).tasks().runner_of(id))
+        asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
+    }
+  }
+  // Everything published to the inbox before the mark is refused (it arrives while this
+  // member is still recovering); what is published after it is served.
+  const std::uint64_t mark = ++marks_sent_;
+  auto publish = c.command({"PUBLISH", opts_.key_prefix + "c:" + member_, encode_fields({"mark", member_, std::to_string(mark)})});
+  auto heard = co_await publish;
+  if (!heard || heard->is_error() || heard->integer < 1) co_return;
+  const auto until = clock_type::now() + opts_.redis_timeout;
+  while (marks_seen_ < mark) {
+    if (clock_type::now() >= until) co_return;
+    asio::steady_timer pause(shards_.front(), std::chrono::milliseconds(5));
+    (void)co_await pause.async_wait(use_task);
+  }
+  lease_until_.store(sent + lease_span_ns());
+  recovering_.store(false);
+  // What waited meanwhile, for the sessions still here.
+  std::vector<std::string> waiting = std::move(deferred_);
+  deferred_.clear();
+  for (const std::string& payload : waiting) {
+    std::vector<std::string_view> f;
+    if (decode_fields(payload, f) && on_request) on_request(std::move(f));
+  }
+}
+
+void cluster::give_up(const std::string& id) {
+  if (auto gone = st_.sessions.erase(id)) end_session(gone);
+  forget_owner(id);
 }
 
 void cluster::stop() {
@@ -339,13 +570,21 @@ void cluster::write_record(const std::shared_ptr<session_entry>& e) {
     session_record r;
     r.owner = self->member_;
     r.state = entry->s->state();
-    std::vector<std::string> cmd{"HSET", self->opts_.key_prefix + "s:" + entry->id};
+    std::vector<std::string> cmd{"EVAL", std::string(write_record_script), "1", self->opts_.key_prefix + "s:" + entry->id,
+                                 self->member_, std::to_string(entry->epoch),
+                                 std::to_string(self->st_.opts.session_idle_timeout.count())};
     for (std::string& f : record_fields(r)) cmd.push_back(std::move(f));
-    redis::client& c = *self->clients_[entry->shard];
-    (void)c.send(cmd);
-    (void)c.send({"PEXPIRE", self->opts_.key_prefix + "s:" + entry->id,
-                  std::to_string(self->st_.opts.session_idle_timeout.count())});
     entry->record_touched = now_ns();
+    const auto write = [](std::shared_ptr<cluster> self, std::shared_ptr<redis::client> c, std::string id,
+                          std::vector<std::string> cmd) -> task<void> {
+      auto w = c->command(cmd);
+      auto written = co_await w;
+      // A barrier behind this write (a new session's acknowledgement) must see it fail.
+      if (!written || written->is_error()) c->count_failed_write();
+      else if (written->integer == 0) self->give_up(id);  // another member's now
+    };
+    spawn(entry->executor, write(self, self->clients_[entry->shard], entry->id, std::move(cmd)),
+          [](std::exception_ptr) {});
   });
 }
 
@@ -364,13 +603,15 @@ void cluster::touch(session_entry& e) {
 }
 
 void cluster::forget(const session_entry& e) {
-  asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard] {
-    (void)self->clients_[shard]->send({"DEL", self->opts_.key_prefix + "s:" + id});
+  asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard, epoch = e.epoch] {
+    self->forget_id(shard, id, epoch);
   });
 }
 
-void cluster::forget_id(std::size_t shard, const std::string& id) {
-  (void)clients_[shard]->send({"DEL", opts_.key_prefix + "s:" + id});
+void cluster::forget_id(std::size_t shard, const std::string& id, std::uint64_t epoch) {
+  const std::string& p = opts_.key_prefix;
+  (void)clients_[shard]->send({"EVAL", forget_script, "2", p + "s:" + id, p + "x:" + id, member_, p + "e:" + id + ":",
+                               p + "r:" + id + ":", std::to_string(epoch)});
 }
 
 task<bool> cluster::alive(std::size_t shard, std::string owner) {
@@ -379,10 +620,6 @@ task<bool> cluster::alive(std::size_t shard, std::string owner) {
     std::lock_guard lock(mutex_);
     const auto now = clock_type::now();
     if (auto it = seen_.find(owner); it != seen_.end() && now - it->second < opts_.instance_ttl) co_return true;
-    if (auto it = presumed_dead_.find(owner); it != presumed_dead_.end()) {
-      if (now - it->second < opts_.instance_ttl) co_return false;
-      presumed_dead_.erase(it);
-    }
   }
   // The awaiter is named: g++ 12 cannot keep a braced list's array alive across a
   // co_await in the same full expression.
@@ -419,19 +656,34 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
     }
     session_record record;
     if (hash->elements.empty() || !parse_record(*hash, record)) co_return out;  // nowhere
-    if (co_await alive(shard, record.owner)) {
+    const auto remote = [&] {
       out.is = located::where::remote;
       out.owner = record.owner;
       out.principal = record.state.principal;
       remember_owner(id, record.owner, record.state.principal);
+    };
+    bool heard = false;
+    if (record.owner != member_) {
+      std::lock_guard lock(mutex_);
+      auto it = seen_.find(record.owner);
+      heard = it != seen_.end() && clock_type::now() - it->second < opts_.instance_ttl;
+    }
+    if (heard) {
+      remote();
       co_return out;
     }
-    // The owner is gone: take the session over, unless another instance did just now.
+    // Not heard from lately: taken over if its lease is gone (the script checks), unless
+    // another instance did just now.
     const std::string ttl = std::to_string(st_.opts.session_idle_timeout.count());
-    auto swap = clients_[shard]->command({"EVAL", takeover_script, "1", key, record.owner, member_, ttl});
+    auto swap = clients_[shard]->command(
+        {"EVAL", takeover_script, "2", key, opts_.key_prefix + "i:" + record.owner, record.owner, member_, ttl});
     auto epoch = co_await swap;
     if (!epoch || epoch->is_error()) {
       out.is = located::where::unavailable;
+      co_return out;
+    }
+    if (epoch->integer == -2) {
+      remote();  // its lease is current: it is alive, only quiet
       co_return out;
     }
     if (epoch->integer < 0) continue;  // someone else took it: look again
@@ -498,9 +750,10 @@ void cluster::close_forward(std::size_t shard, std::uint64_t tag) {
   if (!owner.empty()) post_to(shard, owner, encode_fields({"stop", member_, std::to_string(tag)}));
 }
 
-void cluster::add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home) {
+void cluster::add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home,
+                        std::shared_ptr<forward_gate> gate, std::function<void()> cancel) {
   std::lock_guard lock(mutex_);
-  relays_.insert_or_assign(std::move(key), relay_entry{std::move(sink), std::move(home)});
+  relays_.insert_or_assign(std::move(key), relay_entry{std::move(sink), std::move(home), std::move(gate), std::move(cancel)});
 }
 
 void cluster::remove_relay(const std::string& key) {
@@ -528,6 +781,21 @@ task<cluster::delivery> cluster::send_to(std::size_t shard, std::string owner, s
   co_return r->integer > 0 ? delivery::delivered : delivery::nobody;
 }
 
+task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, std::string payload) {
+  const auto until = clock_type::now() + opts_.instance_ttl + opts_.forward_timeout;
+  for (;;) {
+    const delivery told = co_await send_to(shard, owner, payload);
+    if (told != delivery::nobody) co_return told;
+    auto exists = clients_[shard]->command({"EXISTS", opts_.key_prefix + "i:" + owner});
+    auto lease = co_await exists;
+    if (!lease || lease->is_error()) co_return delivery::unavailable;
+    if (lease->integer == 0) co_return delivery::nobody;  // gone for good: look again
+    if (clock_type::now() >= until) co_return delivery::unavailable;
+    asio::steady_timer pause(shards_[shard], std::min<clock_type::duration>(opts_.heartbeat / 4, std::chrono::milliseconds(50)));
+    (void)co_await pause.async_wait(use_task);
+  }
+}
+
 void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten) {
   const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s,
                           bool refuse) -> task<void> {
@@ -552,13 +820,6 @@ void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_si
     s->release();
   };
   spawn(shards_[shard], barrier(clients_[shard], std::move(sink), refuse_unwritten), [](std::exception_ptr) {});
-}
-
-void cluster::presume_dead(const std::string& owner) {
-  std::lock_guard lock(mutex_);
-  presumed_dead_[owner] = clock_type::now();
-  seen_.erase(owner);
-  std::erase_if(owners_, [&](const auto& e) { return e.second.owner == owner; });
 }
 
 void cluster::remember_owner(const std::string& id, const std::string& owner, const std::string& principal) {
@@ -599,10 +860,7 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     }
     if (f.size() != 2) return;
     std::lock_guard lock(mutex_);
-    if (kind == "hb") {
-      seen_[std::string(f[1])] = clock_type::now();
-      presumed_dead_.erase(std::string(f[1]));
-    }
+    if (kind == "hb") seen_[std::string(f[1])] = clock_type::now();
     if (kind == "bye") seen_.erase(std::string(f[1]));
     return;
   }
@@ -611,6 +869,22 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
   // sender, tag, status, why. A reply is taken only from the member the forward asked:
   // tags are this process's own, and the channel is this incarnation's, so a reply meant
   // for a previous life of this instance, or sent by anyone else, never reaches a sink.
+  if (kind == "brk" && f.size() == 3) {
+    // The owner's lease lapsed while it served this forward: it stopped, and cancelled
+    // the request; the client's stream ends where it stands.
+    forward broken;
+    std::shared_ptr<response_sink> sink;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = forwards_.find(to_u64(f[2]));
+      if (it == forwards_.end() || it->second.owner != f[1]) return;
+      broken = it->second;
+      sink = it->second.sink.lock();
+      forwards_.erase(it);
+    }
+    if (sink) break_forward(to_u64(f[2]), broken, sink);
+    return;
+  }
   if (kind == "evs" || kind == "rej") {
     if (kind == "evs" ? f.size() < 6 || f.size() % 2 != 0 : f.size() != 5) return;
     const bool ended = kind == "rej" || f[5] == "1";
@@ -621,6 +895,9 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
       std::lock_guard lock(mutex_);
       auto it = forwards_.find(to_u64(f[2]));
       if (it == forwards_.end() || it->second.owner != f[1]) return;
+      // A refusal after the owner took the request up (a late answer to "abandon") is
+      // not one: the answer is on its way.
+      if (kind == "rej" && it->second.settled) return;
       sink = it->second.sink.lock();
       if (kind == "evs") {
         in_turn = to_u64(f[3]) == it->second.next_batch;
@@ -642,6 +919,31 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     if (f[4] == "1") sink->accept();
     for (std::size_t i = 6; i + 1 < f.size(); i += 2) sink->push(sse_event{std::string(f[i]), std::string(f[i + 1])});
     if (ended) sink->finish();
+    return;
+  }
+  // Messages to this member as an owner.
+  if (kind == "mark") {
+    if (f.size() == 3 && f[1] == member_) marks_seen_ = std::max(marks_seen_, to_u64(f[2]));
+    return;
+  }
+  if (kind == "abandon") {
+    if (f.size() == 3) abandon(f[1], f[2]);
+    return;
+  }
+  if (fenced() && (kind == "req" || kind == "sreq" || kind == "get")) {
+    // Not served while this member cannot show its lease, and never later: the asker
+    // looks the session up again (and waits for it, or takes it over).
+    const bool sessionless = kind == "sreq";
+    if (f.size() < 4) return;
+    post_to(0, std::string(f[sessionless ? 1 : 2]),
+            encode_fields({"rej", member_, f[sessionless ? 2 : 3], std::to_string(owner_silent),
+                           "the owner is renewing its lease"}));
+    return;
+  }
+  if (fenced() && (kind == "msg" || kind == "del")) {
+    // Already acknowledged to the client (202, 200): kept for when the lease is current,
+    // and served then if the session is still here.
+    if (deferred_.size() < max_deferred) deferred_.emplace_back(payload);
     return;
   }
   if (on_request) on_request(std::move(f));
@@ -689,7 +991,8 @@ task<void> cluster::sweep() {
     bool settled;
   };
   std::vector<std::string> owners;
-  std::vector<std::shared_ptr<response_sink>> late, gone_owners;
+  std::vector<std::shared_ptr<response_sink>> late;
+  std::vector<std::pair<std::string, std::uint64_t>> to_abandon;
   {
     std::lock_guard lock(mutex_);
     const auto now = clock_type::now();
@@ -699,35 +1002,37 @@ task<void> cluster::sweep() {
         it = forwards_.erase(it);
         continue;
       }
-      if (!it->second.settled && now > it->second.deadline) {
-        // Not taken up in time. An owner not heard for `instance_ttl` is taken for dead
-        // (a killed process's subscription may still be counted by Redis for a moment, so
-        // the request was "delivered" to nobody): the asker looks again and takes the
-        // session over, and its client sees no error. An owner still heard from gets
-        // until `forward_timeout + instance_ttl`, then the request is refused.
-        const auto seen = seen_.find(it->second.owner);
-        const bool silent = seen == seen_.end() || now - seen->second >= opts_.instance_ttl;
-        if (silent) {
-          gone_owners.push_back(std::move(sink));
-          it = forwards_.erase(it);
-          continue;
-        }
-        if (now > it->second.deadline + opts_.instance_ttl) {
+      forward& f = it->second;
+      if (!f.settled && now > f.deadline) {
+        // Not taken up in time: the owner is asked to give it up unstarted, and its
+        // answer decides (503, it never will run: told to the client; 421, it never got
+        // there: looked for again). Asked again each beat, in case the question was lost.
+        if (!f.abandoned) f.abandoned = now;
+        if (now > *f.abandoned + opts_.instance_ttl) {
+          // No answer for a whole lease while the owner's lease is renewed: not a member
+          // that hears its inbox (a member renews only while it does), so nothing of
+          // this request can run there.
           late.push_back(std::move(sink));
           it = forwards_.erase(it);
           continue;
         }
+        to_abandon.emplace_back(f.owner, it->first);
       }
-      if (std::find(owners.begin(), owners.end(), it->second.owner) == owners.end()) owners.push_back(it->second.owner);
+      if (std::find(owners.begin(), owners.end(), f.owner) == owners.end()) owners.push_back(f.owner);
       ++it;
     }
   }
+  for (const auto& [owner, tag] : to_abandon) post_to(0, owner, encode_fields({"abandon", member_, std::to_string(tag)}));
   for (const auto& sink : late)
-    sink->reject(503, "Service Unavailable: the instance that owns this session did not take the request up in time; "
-                      "retry it");
-  for (const auto& sink : gone_owners) sink->reject(owner_silent, "the owner is not heard from");
+    sink->reject(503, "Service Unavailable: the instance that owns this session did not take the request up, and it "
+                      "will not run; retry it");
   for (const std::string& owner : owners) {
-    if (co_await alive(0, owner)) continue;
+    // Its lease, not its heartbeats: only a lease that is gone says that the owner has
+    // stopped (it fences itself before the lease can end), so that nothing told to the
+    // client below can be contradicted by the owner afterwards.
+    auto exists = clients_.front()->command({"EXISTS", opts_.key_prefix + "i:" + owner});
+    auto lease = co_await exists;
+    if (!lease || lease->is_error() || lease->integer != 0) continue;
     std::vector<doomed> gone;
     {
       std::lock_guard lock(mutex_);
@@ -741,39 +1046,20 @@ task<void> cluster::sweep() {
       }
     }
     for (doomed& d : gone) {
-      // Never taken up: nothing ran, so the asker looks for the session again and the
-      // request is served by whoever holds it now.
+      // Never taken up: the owner refuses it if it ever wakes (fenced), so the asker
+      // looks for the session again and the request is served by whoever holds it now.
       if (!d.settled) {
         d.sink->reject(owner_silent, "the owner is gone");
         continue;
       }
-      // The request's frame died with its instance: its client gets an error response
-      // on the stream it waits on, never silence (and never a second answer: nothing
-      // else can answer it now).
+      // The request's frame died with its instance (or is cancelled when it wakes): its
+      // client gets an error response on the stream it waits on, never silence.
       if (!d.request_id_json.empty()) {
         std::string body = stopped_error(d.request_id_json);
         d.sink->push(sse_event{std::string(), std::move(body)});
       }
       d.sink->finish();
     }
-  }
-}
-
-task<void> cluster::give_up_lost_sessions() {
-  // Cut off from Redis, this instance went on serving its sessions from memory; the
-  // others may have taken some over meanwhile (they could not hear this one). Two
-  // owners must not serve one session: whoever the record names keeps it.
-  for (const std::shared_ptr<session_entry>& e : st_.sessions.snapshot()) {
-    if (e->legacy) continue;
-    auto get = clients_.front()->command({"HGET", opts_.key_prefix + "s:" + e->id, "owner"});
-    auto owner = co_await get;
-    if (!owner) co_return;  // Redis went again: the next return tries again
-    if (owner->is_nil()) {
-      write_record(e);  // Redis lost it: written again
-      continue;
-    }
-    if (owner->type != redis::reply::kind::string || owner->str == member_) continue;
-    if (auto gone = st_.sessions.erase(e->id)) end_session(gone);
   }
 }
 
@@ -797,7 +1083,20 @@ task<cluster::task_location> cluster::locate_task(std::size_t shard, std::string
     out.owner = std::move(owner);
     co_return out;
   }
-  if (std::optional<task_record> r = redis::parse_task_record(record))
+  // Adopted only if its owner's lease is gone (in one script with the swap, as a session).
+  auto adopt = clients_[shard]->command(
+      {"EVAL", adopt_task_script, "2", opts_.key_prefix + "t:" + id, opts_.key_prefix + "i:" + owner, owner, member_});
+  auto adopted = co_await adopt;
+  if (!adopted || adopted->is_error()) {
+    out.is = task_location::where::unavailable;
+    co_return out;
+  }
+  if (adopted->type != redis::reply::kind::string) {
+    out.is = task_location::where::remote;  // its owner is current after all (or another adopted it)
+    out.owner = std::move(owner);
+    co_return out;
+  }
+  if (std::optional<task_record> r = redis::parse_task_record(adopted->str))
     tasks_->adopt(std::move(*r), "The server instance running this task stopped before it finished.");
   co_return out;
 }

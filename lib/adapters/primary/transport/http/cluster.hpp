@@ -84,6 +84,18 @@ struct session_record {
 /// Reads a record from HGETALL's reply; false when it is not one.
 [[nodiscard]] bool parse_record(const redis::reply& hash, session_record& out);
 
+/// A forwarded request between its arrival and its start. Why: the asker may give up on
+/// a request the owner has not started (`forward_timeout`), and only one of the two may
+/// win: the owner's start, or the asker's abandonment, after which the request is looked
+/// for again and served wherever its session is then. A lapse of the owner's lease in
+/// between also stops it from starting: the asker may have taken the session over and
+/// run it itself. (`cluster::may_start`, `cluster::abandon`.)
+struct forward_gate {
+  enum : std::uint8_t { pending, started, abandoned };
+  std::atomic<std::uint8_t> phase{pending};
+  std::uint64_t lapses = 0;  ///< the owner's lapses when it arrived
+};
+
 /// The listener's cluster membership. Affinity: each shard uses its own Redis client;
 /// the inbox is read on shard 0 and hands work to the shards it concerns.
 class cluster : public std::enable_shared_from_this<cluster> {
@@ -119,8 +131,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The session ended for good (DELETE, or idle): its record goes, so nobody takes it
   /// over.
   void forget(const session_entry& e);
-  /// The same for a session not held here (on shard `shard`).
-  void forget_id(std::size_t shard, const std::string& id);
+  /// The same for a session not held here (on shard `shard`; `epoch`: its owner's).
+  void forget_id(std::size_t shard, const std::string& id, std::uint64_t epoch);
 
   // ---- sessions that are not here -------------------------------------------------------
   /// Where a session not in this instance's table is.
@@ -153,17 +165,41 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// The owner of session `id` looked up in Redis is not to be trusted any more (it
   /// refused a forwarded request: the session ended, or moved).
   void forget_owner(const std::string& id);
-  /// `owner` did not hear its inbox: it is taken for dead (its sessions are taken over)
-  /// until a heartbeat of its says otherwise. Why not wait for its heartbeat to expire:
-  /// a killed instance's key outlives it by up to `instance_ttl`, and every request for
-  /// its sessions would meanwhile get 503. An instance that only lost Redis gives its
-  /// sessions up when it is back (`beat`).
-  void presume_dead(const std::string& owner);
+  /// Publishes `payload` on `owner`'s inbox for a request that waits for its answer.
+  /// Nobody listening there is not taken as death: the owner may be between two
+  /// subscriptions (a Redis failover, a dropped connection), and what was published to
+  /// nobody was heard by nobody, so it is published again until someone hears it or the
+  /// owner's lease is gone (`nobody`: the session or task may now be taken over), bounded
+  /// by `instance_ttl + forward_timeout` (`unavailable`).
+  task<delivery> deliver(std::size_t shard, std::string owner, std::string payload);
   /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a refusal, a "stop").
   void post_to(std::size_t shard, const std::string& owner, const std::string& payload);
   /// The inbox's connection broke: whatever was published to it meanwhile is lost, so no
   /// forward in progress can be known to be whole (`break_forward` each).
   void inbox_lost();
+
+  // ---- the lease (docs/scale-out.md#the-lease) ------------------------------------------
+  /// This member cannot show that its lease (`i:MEMBER`) is current: its last confirmed
+  /// renewal was sent more than `instance_ttl` minus a margin ago (its own monotonic
+  /// clock), or Redis said the lease was gone and it has not finished taking back what is
+  /// still its own. Why it matters: another instance may take a session or task over once
+  /// the lease has expired in Redis, and a renewal's confirmation starts the lease no
+  /// earlier than its sending did, so a member that stops at that deadline has stopped
+  /// before anyone else may start. While fenced it serves nothing it holds: requests wait
+  /// (`until_current`) or are refused, forwarded ones are sent back to be looked up again.
+  [[nodiscard]] bool fenced() const noexcept;
+  /// Waits until this member is not fenced, at most `instance_ttl + forward_timeout`
+  /// (polling its own flag; nothing to ask Redis). False: still fenced.
+  task<bool> until_current(asio::any_io_executor executor);
+
+  [[nodiscard]] std::shared_ptr<forward_gate> new_gate() const;
+  /// Whether a request may start now: never while fenced, and a forwarded one (`gate`)
+  /// only if nobody abandoned it and no lapse came since it arrived (it is then abandoned
+  /// for good). Call on the session's shard, right before the request starts.
+  [[nodiscard]] bool may_start(forward_gate* gate) const;
+  /// The asker `from` gives up on its forward `tag` if the owner has not started it:
+  /// the reply ("rej") says which (503: it never will; 421: it never arrived, look again).
+  void abandon(std::string_view from, std::string_view tag);
 
   /// Reads session `e`'s stream `number` (written by an earlier owner) into `sink` after
   /// event `after`: a stream that a dead owner left unfinished is ended with an error for
@@ -203,7 +239,10 @@ class cluster : public std::enable_shared_from_this<cluster> {
   // ---- relays (this instance owns the session; another carries the client) -------------
   /// Remembers the relay sink of a forwarded request or GET, keyed "instance/tag", so
   /// that a "stop" from that instance can end it.
-  void add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home);
+  /// `gate`: a forwarded request's (null for a GET); `cancel`: stops the request the relay
+  /// carries, as `notifications/cancelled` would, when this member's lease lapses.
+  void add_relay(std::string key, std::shared_ptr<response_sink> sink, asio::any_io_executor home,
+                 std::shared_ptr<forward_gate> gate = nullptr, std::function<void()> cancel = {});
   void remove_relay(const std::string& key);
   /// The asking instance's client left: the relay's sink dies (on its shard), which ends
   /// the relay; the stream itself goes on being recorded.
@@ -217,6 +256,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
     bool json = false;            ///< answered with one JSON document, not a stream
     std::chrono::steady_clock::time_point deadline;  ///< to be taken up by
     bool settled = false;
+    /// When an "abandon" was sent for it (never taken up in time), or never.
+    std::optional<std::chrono::steady_clock::time_point> abandoned;
     /// The number the owner's next batch of events must carry. Why: pub/sub drops what is
     /// published while a subscription reconnects, and a stream with a hole in it would
     /// look whole to the client; a batch out of turn ends the client's stream instead, so
@@ -232,6 +273,7 @@ class cluster : public std::enable_shared_from_this<cluster> {
   void beat();
   /// Ends the forwards to owners that are gone, and refuses those not taken up in time.
   task<void> sweep();
+  /// Whether `owner` is heard from, or its lease is current (Redis down: taken as alive).
   task<bool> alive(std::size_t shard, std::string owner);
 
   endpoint_state& st_;
@@ -250,6 +292,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
   struct relay_entry {
     std::weak_ptr<response_sink> sink;
     asio::any_io_executor home;
+    std::shared_ptr<forward_gate> gate{};
+    std::function<void()> cancel{};
   };
   std::unordered_map<std::string, relay_entry> relays_;
   /// When each other instance was last heard of (heartbeats on the common channel).
@@ -266,16 +310,39 @@ class cluster : public std::enable_shared_from_this<cluster> {
   static constexpr std::size_t max_owners_cached = 65536;
   std::unordered_map<std::string, cached_owner> owners_;
   void remember_owner(const std::string& id, const std::string& owner, const std::string& principal);
-  /// Instances whose inbox nobody heard, and when.
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> presumed_dead_;
-  /// The inbox was down at the last heartbeat: when it is back, this instance checks
-  /// which of its sessions others took over meanwhile.
-  bool inbox_was_down_ = false;
-  /// Ends, here, the sessions whose record names another owner now, and writes again the
-  /// records Redis lost (a restart with no persistence).
-  task<void> give_up_lost_sessions();
-  /// Writes `e`'s record (on its shard).
+  /// Writes `e`'s record (on its shard), if Redis still names this member and `e`'s epoch
+  /// as its owner (or has no record: a new session, or a Redis that lost it); when it names
+  /// another, the session is no longer this member's and is given up here.
   void write_record(const std::shared_ptr<session_entry>& e);
+  /// Gives session `id` up here: its frames end, its clients are told (it was taken over).
+  void give_up(const std::string& id);
+
+  // The lease. `lease_until_` (now_ns() time) is when the last confirmed renewal's lease
+  // may have ended, less a margin for the clocks' drift; `recovering_` is set from a lapse
+  // (Redis said the lease was gone) until `recover` has taken back what is still ours.
+  std::atomic<std::int64_t> lease_until_{0};
+  std::atomic<bool> recovering_{false};
+  /// Lapses so far: a forwarded request that arrived before one never starts after it.
+  std::atomic<std::uint64_t> lapses_{0};
+  bool recovery_running_ = false;                 ///< shard 0
+  std::uint64_t marks_sent_ = 0, marks_seen_ = 0;  ///< shard 0: see `recover`
+  /// Notifications and answers that reached the inbox while fenced, served once the lease
+  /// is current again (for the sessions still held then). Bounded.
+  std::vector<std::string> deferred_;
+  static constexpr std::size_t max_deferred = 4096;
+  [[nodiscard]] std::int64_t lease_span_ns() const noexcept;
+  /// Renews the lease (`SET XX`: only while it exists), or starts `recover` when it is gone.
+  task<void> renew();
+  /// After a lapse: the lease is taken again; every session and task still named this
+  /// member's in Redis is kept (a record Redis lost is written again), every other given
+  /// up here; then a mark published to this member's own inbox is awaited, so that every
+  /// message queued there before it is refused, not served late. Only then is the member
+  /// current again. Shard 0.
+  task<void> recover();
+  /// At a lapse: every relay stops and the request it carries is cancelled (its asker
+  /// ends its client's stream: "brk"), since the asker may already have told the client
+  /// that this member is gone.
+  void end_relays();
   /// Carries this server's change notifications (list_changed, resources/updated) to the
   /// other instances, whose clients are told as this instance's are.
   std::shared_ptr<droid::detail::change_listener> fanout_;

@@ -33,6 +33,8 @@ class request_runner;
 
 namespace droid::http::detail {
 
+struct forward_gate;
+
 class connection;
 struct request;
 struct endpoint_state;
@@ -131,9 +133,11 @@ class streamable_endpoint {
   // ---- several instances (cluster.hpp; forwarded.cpp) --------------------------------
   /// Hands `msg` of session `entry` to its shard, answering on `sink` (a connection's, or
   /// a relay's for a request forwarded from another instance).
+  /// `gate`: a forwarded request's, which starts only if the owner's lease allows
+  /// (`cluster::may_start`); a request of the client's own starts only while it does.
   void start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
                      const std::shared_ptr<response_sink>& sink, bool json_mode,
-                     std::shared_ptr<const request_origin> origin);
+                     std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate = nullptr);
   /// Opens (`number` 0) or resumes a GET stream of `entry` into `sink`: the sink is
   /// accepted or rejected on the session's shard. A stream an earlier owner of a session
   /// taken over wrote is read from Redis.

@@ -165,9 +165,10 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
 /// remembered as "to/tag" so that a "stop" can end it; `done` runs once it is over.
 template <class Done>
 void start_relay(const std::shared_ptr<cluster>& peers, asio::any_io_executor home, std::size_t shard,
-                 std::shared_ptr<response_sink> sink, std::string_view to, std::string_view tag, Done done) {
+                 std::shared_ptr<response_sink> sink, std::string_view to, std::string_view tag, Done done,
+                 std::shared_ptr<forward_gate> gate = nullptr, std::function<void()> cancel = {}) {
   std::string key = std::string(to) + "/" + std::string(tag);
-  peers->add_relay(key, sink, home);
+  peers->add_relay(key, sink, home, std::move(gate), std::move(cancel));
   spawn(home, relay(peers, shard, std::move(sink), std::string(to), std::string(tag)),
         [peers, key = std::move(key), done = std::move(done)](std::exception_ptr) mutable {
           peers->remove_relay(key);
@@ -189,11 +190,12 @@ task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::share
                                                        std::string session) {
   cluster& peers = *st_.peers;
   const std::size_t shard = c.home().index;
-  const cluster::delivery told = co_await peers.send_to(shard, owner, std::move(payload));
+  const cluster::delivery told = co_await peers.deliver(shard, owner, std::move(payload));
   if (told != cluster::delivery::delivered) {
     peers.close_forward(shard, tag);
     if (told == cluster::delivery::nobody) {
-      peers.presume_dead(owner);
+      // Its lease is gone: the next look takes the session (or task) over.
+      if (!session.empty()) peers.forget_owner(session);
       co_return std::nullopt;
     }
     co_return co_await reply_unavailable(
@@ -204,8 +206,8 @@ task<std::optional<bool>> streamable_endpoint::forward(connection& c, std::share
   co_await sink->wait_settled();
   bool keep = false;
   if (sink->rejected_status() == cluster::owner_silent) {
-    // Delivered, but to an owner that is gone: looked for again (and taken over).
-    peers.presume_dead(owner);
+    // Not started there, and never will be (gone, fenced, or it never arrived): looked
+    // for again, and served by whoever holds the session then.
     if (!session.empty()) peers.forget_owner(session);
     co_return std::nullopt;
   }
@@ -241,9 +243,9 @@ task<std::optional<bool>> streamable_endpoint::forward_post(connection& c, const
     // Payloads are named before the co_await: g++ 12 cannot keep a braced list's array
     // alive across one in the same full expression.
     std::string payload = encode_fields({"msg", sid, who.principal, msg.text()});
-    const cluster::delivery told = co_await peers.send_to(c.home().index, owner, std::move(payload));
+    const cluster::delivery told = co_await peers.deliver(c.home().index, owner, std::move(payload));
     if (told == cluster::delivery::nobody) {
-      peers.presume_dead(owner);
+      peers.forget_owner(sid);
       co_return std::nullopt;
     }
     if (told == cluster::delivery::unavailable)
@@ -317,11 +319,16 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     // Used through another instance: its record must live as long as it is used.
     peers.touch(*entry);
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
-    start_request(entry, std::move(*msg), sink, f[4] == "1", decode_origin(f[6], f[7]));
+    auto gate = peers.new_gate();
+    // At a lapse of this member's lease the request is cancelled, as the client's
+    // notifications/cancelled would (its asker has told, or will tell, the client that
+    // this instance stopped).
+    auto cancel = [entry, id = msg->id()] { entry->s->cancel(id); };
+    start_request(entry, std::move(*msg), sink, f[4] == "1", decode_origin(f[6], f[7]), gate);
     start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3], [entry] {
       --entry->active;
       entry->last_used = now_ns();
-    });
+    }, std::move(gate), std::move(cancel));
     return;
   }
   if (kind == "sreq" && f.size() == 9) {

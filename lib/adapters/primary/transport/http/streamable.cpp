@@ -12,8 +12,10 @@
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <droid/application/spawn.hpp>
+#include <droid/application/use_task.hpp>
 #include <droid/application/server/modern_request.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
@@ -46,6 +48,23 @@ bool is_supported_version(std::string_view v) {
 
 /// The 503 for a session that another instance took over while this one looked (it is
 /// there on the client's next try).
+/// What a request that reaches a member whose lease lapsed (cluster::fenced) is told when
+/// the member does not get it back in time: it did not run.
+constexpr std::string_view fenced_refusal =
+    "Service Unavailable: this server instance is renewing its hold on its sessions (its connection to the shared "
+    "store was interrupted); the request did not run, try again shortly";
+
+/// Looks for a session's owner after the first; bounded, because each may wait up to a
+/// lease for an owner that is gone.
+constexpr int max_looks = 3;
+
+/// A moment between two looks for a session, so that an owner renewing its lease (a few
+/// milliseconds) has it back before the request is sent to it again.
+task<void> pause_before_looking(connection& c) {
+  asio::steady_timer pause(c.executor(), std::chrono::milliseconds(20));
+  (void)co_await pause.async_wait(use_task);
+}
+
 task<bool> refuse_moving(connection& c, const std::optional<ir::request_id>& id) {
   co_return co_await reply_unavailable(
       c, id, "Service Unavailable: the session is moving between server instances; try again shortly");
@@ -120,6 +139,11 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
   auto decoded = ir::decode(std::move(req.body));
   if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
   ir::message msg = std::get<ir::message>(std::move(decoded));
+  // A member that cannot show its lease serves nothing it holds (docs/scale-out.md): the
+  // request waits the moment it takes to get it back, and is refused, unrun, past that.
+  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor()))
+    co_return co_await reply_unavailable(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt,
+                                         fenced_refusal);
 
   // The era is decided per message: a request whose _meta names a version (or whose
   // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
@@ -223,14 +247,16 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     entry = find_here(*sid, who);
     if (!entry) {
       found_session found;
-      // Twice at most: a forward that finds nobody at the owner (presumed dead: the next
-      // look takes the session over) or an owner that no longer holds it (the next look
-      // asks Redis) is looked for once more.
+      // A few looks at most: a forward whose owner's lease is gone (the next look takes
+      // the session over), that the owner sent back unstarted (it was renewing its lease,
+      // or had not got to it), or whose owner no longer holds the session (the next look
+      // asks Redis) is looked for again, a moment later.
       for (int look = 0;; ++look) {
+        if (look > 0) co_await pause_before_looking(c);
         found = co_await find_session(c, std::string(*sid), who);
         if (found.answered) co_return *found.answered;
         if (found.owner.empty()) break;
-        if (look == 1) co_return co_await refuse_moving(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt);
+        if (look == max_looks) co_return co_await refuse_moving(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt);
         if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
       }
       entry = std::move(found.entry);
@@ -293,7 +319,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
 
 void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
                                         const std::shared_ptr<response_sink>& sink, bool json_mode,
-                                        std::shared_ptr<const request_origin> origin) {
+                                        std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate) {
   ++entry->active;
   // Counted before the hand-over, while `active` still holds the session: the reaper
   // never sees a moment with neither.
@@ -304,7 +330,17 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
   droid::detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
-                                   peers = st_.peers]() mutable {
+                                   peers = st_.peers, gate = std::move(gate)]() mutable {
+    if (peers && !peers->may_start(gate.get())) {
+      // The lease lapsed since the request arrived (or its asker gave it up): it does not
+      // run. A forwarded one is looked for again by its asker; a client's own is told.
+      --entry->running;
+      if (gate) return sink->reject(cluster::owner_silent, "the owner did not start it");
+      if (m.method() == "initialize") return sink->reject(503, std::string(fenced_refusal));
+      sink->push(sse_event{std::string(), rpc_error_body(m.id(), ir::errc::internal_error, fenced_refusal)});
+      sink->accept();
+      return sink->finish();
+    }
     // Numbered on the session's shard: a session's requests may come through several
     // shards' connections (and instances), and each must get its own number.
     const std::uint64_t number = ++entry->next_stream;
@@ -546,12 +582,15 @@ task<bool> streamable_endpoint::get(connection& c, request& req, const caller& w
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request,
                                        "Bad Request: Last-Event-ID was not issued by this server");
   const bool resume = last != nullptr;
+  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor()))
+    co_return co_await reply_unavailable(c, std::nullopt, fenced_refusal);
   found_session found;
-  for (int look = 0;; ++look) {  // twice at most, as for a POST
+  for (int look = 0;; ++look) {  // a few looks at most, as for a POST
+    if (look > 0) co_await pause_before_looking(c);
     found = co_await find_session(c, std::string(*sid), who);
     if (found.answered) co_return *found.answered;
     if (found.owner.empty()) break;
-    if (look == 1) co_return co_await refuse_moving(c, std::nullopt);
+    if (look == max_looks) co_return co_await refuse_moving(c, std::nullopt);
     if (auto forwarded = co_await forward_get(c, std::string(*sid), found.owner, number, after, resume, who))
       co_return *forwarded;
   }
@@ -634,28 +673,32 @@ task<bool> streamable_endpoint::remove(connection& c, request& req, const caller
   const std::string_view* sid = req.find("mcp-session-id");
   if (!sid)
     co_return co_await c.reply_rpc_error(400, ir::errc::invalid_request, "Bad Request: Mcp-Session-Id header is required");
+  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor()))
+    co_return co_await reply_unavailable(c, std::nullopt, fenced_refusal);
   auto found = valid_session_id(*sid) ? st_.sessions.find(*sid) : nullptr;
   if (found && !found->legacy && !belongs_to(*found, who)) co_return co_await refuse_foreign_session(c);
   if ((!found || found->legacy) && st_.peers && valid_session_id(*sid)) {
     // Owned by another instance: it ends the session there (and its record); one whose
     // owner is gone is taken over here first, then ended like any other.
-    found_session where = co_await find_session(c, std::string(*sid), who);
-    if (where.answered) co_return *where.answered;
-    if (!where.owner.empty()) {
+    found_session where;
+    for (int look = 0;; ++look) {
+      where = co_await find_session(c, std::string(*sid), who);
+      if (where.answered) co_return *where.answered;
+      if (where.owner.empty()) break;
       std::string payload = encode_fields({"del", std::string(*sid), who.principal});
-      const cluster::delivery told = co_await st_.peers->send_to(c.home().index, where.owner, std::move(payload));
-      if (told == cluster::delivery::nobody) {
-        // Its owner is gone: the session would be taken over only to be ended. Its
-        // record goes, which ends it everywhere.
-        st_.peers->presume_dead(where.owner);
-        st_.peers->forget_id(c.home().index, std::string(*sid));
-        co_return co_await c.reply(200, {}, {});
+      const cluster::delivery told = co_await st_.peers->deliver(c.home().index, where.owner, std::move(payload));
+      // Its owner's lease is gone: the next look takes the session over, and it is ended
+      // here like any other.
+      if (told == cluster::delivery::nobody && look < 2) {
+        st_.peers->forget_owner(std::string(*sid));
+        continue;
       }
       if (told == cluster::delivery::unavailable)
         co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
                                              "Service Unavailable: the instance that owns this session cannot be "
                                              "reached; try again shortly",
                                              false, "Retry-After: 1\r\n");
+      if (told == cluster::delivery::nobody) co_return co_await refuse_moving(c, std::nullopt);
       co_return co_await c.reply(200, {}, {});
     }
   }
