@@ -227,4 +227,77 @@ TEST_SUITE("adapters/redis") {
     CHECK(std::string_view(body.at("error").at("message").as_string()).find("did not take the request up") !=
           std::string_view::npos);
   }
+
+  TEST_CASE("a record names its owner and epoch: a stale owner's write is refused, and it gives the session up") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a");
+    raw_connection ca(a.port(), guard_ms);
+    const std::string sid = initialize(ca);
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "owner"}).starts_with("a#"));
+    // Another member took the session over behind a's back (as once a's lease had
+    // lapsed): the record names it at a later epoch, and its lease is current.
+    const std::string other = "z#00000000000000ff";
+    CHECK(redis_cli(redis, {"SET", "droid:i:" + other, "1", "PX", "60000"}) == "OK");
+    (void)redis_cli(redis, {"HSET", "droid:s:" + sid, "owner", other, "epoch", "1"});
+    // a changes the session's state from its stale copy: the write is refused by Redis.
+    ca.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}})",
+                     session_header(sid)));
+    auto r = ca.read_response();
+    REQUIRE(r);
+    for (int i = 0; i < 300 && a.listener->sessions() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(a.listener->sessions() == 0);  // given up
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "owner"}) == other);
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "level"}) != "debug");
+  }
+
+  TEST_CASE("a lease that vanished is taken again, and the member keeps what Redis still says is its own") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    const std::string kept = initialize(ca), lost = initialize(ca);
+    const std::string member = redis_cli(redis, {"HGET", "droid:s:" + kept, "owner"});
+    REQUIRE(member.starts_with("a#"));
+    // a's lease vanishes; meanwhile b takes `lost` over (its lease is gone, so it may) and
+    // `kept`'s record is lost with the rest of a Redis that restarted empty.
+    CHECK(redis_cli(redis, {"DEL", "droid:i:" + member, "droid:s:" + kept}) == "2");
+    const std::string script = "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then "
+                               "redis.call('HSET', KEYS[1], 'owner', ARGV[2]) return redis.call('HINCRBY', KEYS[1], 'epoch', 1) end return -1";
+    CHECK(redis_cli(redis, {"EVAL", script, "1", "droid:s:" + lost, member, "b#0000000000000001"}) == "1");
+    // Within a few heartbeats: the lease is back, `kept` written again, `lost` given up.
+    for (int i = 0; i < 300 && (a.listener->sessions() != 1 || redis_cli(redis, {"EXISTS", "droid:s:" + kept}) != "1"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(redis_cli(redis, {"EXISTS", "droid:i:" + member}) == "1");
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + kept, "owner"}) == member);
+    CHECK(a.listener->sessions() == 1);
+    cb.send(mcp_post(call(2, "echo", R"({"text":"kept"})"), session_header(kept)));
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(result_text(sse_messages(r->body)) == "kept");
+  }
+
+  TEST_CASE("DELETE leaves nothing of the session in Redis") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a"), b(redis.url(), "b");
+    raw_connection ca(a.port(), guard_ms), cb(b.port(), guard_ms);
+    const std::string sid = initialize(ca);
+    for (int id = 1; id <= 3; ++id) {
+      ca.send(mcp_post(call(id, "echo", R"({"text":"x"})"), session_header(sid)));
+      REQUIRE(ca.read_response());
+    }
+    CHECK(redis_cli(redis, {"EXISTS", "droid:x:" + sid}) == "1");
+    cb.send("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + session_header(sid) + "\r\n");
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    std::string left;
+    for (int i = 0; i < 300; ++i) {
+      left = redis_cli(redis, {"KEYS", "droid:*" + sid + "*"});
+      if (left.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK_MESSAGE(left.empty(), left);
+  }
 }

@@ -59,15 +59,21 @@ TEST_SUITE("adapters/redis") {
     mine.status = droid::task_status::working;
     mine.created_at = std::chrono::system_clock::now();
     REQUIRE_FALSE(store.create(mine));
-    REQUIRE(written.size() == 2);
-    CHECK(written[0][0] == "HSET");
-    CHECK(written[0][1] == "droid:t:mine");
-    CHECK(written[0][3] == "me");
-    CHECK(written[1][0] == "PEXPIREAT");
+    // One conditional write per change (the script writes only while the record names
+    // this instance): key, writer, record, expiry.
+    REQUIRE(written.size() == 1);
+    CHECK(written[0][0] == "EVAL");
+    CHECK(written[0][1] == droid::redis::shared_task_store::write_script);
+    CHECK(written[0][3] == "droid:t:mine");
+    CHECK(written[0][4] == "me");
+    CHECK(droid::redis::parse_task_record(written[0][5])->status == droid::task_status::working);
+    CHECK(store.held() == std::vector<std::string>{"mine"});
     CHECK(store.finish("mine", droid::task_status::completed, R"({"content":[]})", {}, {}));
-    CHECK(droid::redis::parse_task_record(written[2][5])->status == droid::task_status::completed);
+    CHECK(droid::redis::parse_task_record(written[1][5])->status == droid::task_status::completed);
     store.remove("mine");
-    CHECK(written.back() == std::vector<std::string>{"DEL", "droid:t:mine"});
+    CHECK(written.back()[3] == "droid:t:mine");
+    CHECK(written.back()[5].empty());  // an empty record: deleted, if it is still ours
+    CHECK(store.held().empty());
 
     droid::task_record theirs = sample();
     theirs.created_at = std::chrono::system_clock::now();
@@ -80,7 +86,7 @@ TEST_SUITE("adapters/redis") {
     CHECK(failed->status_message == "The server instance running this task stopped before it finished.");
     CHECK(failed->error.find("stopped before it finished") != std::string::npos);
     CHECK(failed->input_requests.empty());
-    CHECK(written[written.size() - 2][3] == "me");  // the record names its new holder
+    CHECK(written.back()[4] == "me");  // the record names its new holder
 
     droid::task_record ended = sample();
     ended.id = "ended";

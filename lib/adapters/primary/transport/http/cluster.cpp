@@ -603,7 +603,9 @@ void cluster::touch(session_entry& e) {
 }
 
 void cluster::forget(const session_entry& e) {
-  asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard, epoch = e.epoch] {
+  // Posted, behind `end_session`'s closing of the session's streams (called first), whose
+  // last writes (end marks) would otherwise bring keys back after the delete.
+  asio::post(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard, epoch = e.epoch] {
     self->forget_id(shard, id, epoch);
   });
 }

@@ -128,8 +128,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
   void own(const std::shared_ptr<session_entry>& e);
   /// Refreshes the record's time to live, at most a few times per idle timeout.
   void touch(session_entry& e);
-  /// The session ended for good (DELETE, or idle): its record goes, so nobody takes it
-  /// over.
+  /// The session ended for good (DELETE, or idle): its record and streams go, so nobody
+  /// takes it over. Call after `end_session` (its last writes come first).
   void forget(const session_entry& e);
   /// The same for a session not held here (on shard `shard`; `epoch`: its owner's).
   void forget_id(std::size_t shard, const std::string& id, std::uint64_t epoch);

@@ -398,8 +398,8 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
   if (kind == "del" && f.size() == 3) {
     if (!local(f[1], f[2])) return;
     if (auto entry = st_.sessions.erase(f[1])) {
-      peers.forget(*entry);
       end_session(entry);
+      peers.forget(*entry);
     }
     return;
   }

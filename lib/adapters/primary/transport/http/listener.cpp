@@ -160,8 +160,8 @@ void listener::impl::start_reaper() {
         now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(opts.session_idle_timeout).count();
     for (auto& e : state.sessions.take_idle(cutoff)) {
       // Ended for good: no other instance may take it over.
-      if (state.peers) state.peers->forget(*e);
       detail::end_session(e);
+      if (state.peers) state.peers->forget(*e);
     }
     start_reaper();
   });

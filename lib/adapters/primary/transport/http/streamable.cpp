@@ -706,8 +706,8 @@ task<bool> streamable_endpoint::remove(connection& c, request& req, const caller
   entry = entry && !entry->legacy ? st_.sessions.erase(*sid) : nullptr;
   if (!entry)
     co_return co_await c.reply_rpc_error(404, ir::errc::invalid_request, "Not Found: unknown or ended session");
-  if (st_.peers) st_.peers->forget(*entry);
   end_session(entry);
+  if (st_.peers) st_.peers->forget(*entry);
   co_return co_await c.reply(200, {}, {});
 }
 
