@@ -137,11 +137,14 @@ await step('the owner is killed (SIGKILL): a call it was running ends with an er
   check(textOf(r) === 'summary from peer-model: still here', `an exchange after the takeover answered ${show(r)}`);
 });
 
-await step('DELETE ends the session; what Redis keeps of it expires', async () => {
+await step('DELETE ends the session and removes its keys; what Redis keeps of others expires', async () => {
   const sid = transport.sessionId;
   await transport.terminateSession();
   await client.close();
   check(redisCall('EXISTS', `droid:s:${sid}`) === '0', 'the record is gone');
+  // Its streams too, at once (they would otherwise linger for the idle timeout).
+  const left = redisCall('--scan', '--pattern', `droid:*${sid}*`).split('\n').filter((k) => k.length > 0);
+  check(left.length === 0, `keys of the deleted session: ${show(left)}`);
   const keys = redisCall('--scan', '--pattern', 'droid:*').split('\n').filter((k) => k.length > 0);
   const lasting = keys.filter((k) => Number(redisCall('PTTL', k)) < 0);
   check(lasting.length === 0, `keys without a time to live: ${show(lasting)}`);

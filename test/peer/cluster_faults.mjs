@@ -20,6 +20,9 @@
 //   another instance is served there once the lease is gone, and the old owner, woken,
 //   neither serves the request it was sent while stopped from its stale copy nor writes
 //   the record back (the lease and the epoch fence it).
+// - a task whose owner is stopped past its lease: a cancel through another instance,
+//   then the owner woken past the moment its tool would have finished: every instance
+//   tells the same end, and it is "cancelled" or "failed", never "completed".
 // - a dropped subscription (CLIENT KILL TYPE pubsub) moves no session: publishes that
 //   reached nobody are made again while the owner's lease lasts.
 // - recovery is not sampled: Redis emptied (FLUSHALL), every session's record is written
@@ -219,6 +222,54 @@ await step('an owner stopped past its lease: the session is served by the next o
     check(again.status === 200 && again.answer?.result?.content?.[0]?.text === 'again',
       `a call through B after it woke: ${again.status} ${show(again.text)}`);
     check(ownerOf(sid) === owner, `B wrote itself back as the owner: ${ownerOf(sid)}`);
+  } finally {
+    if (stopped) process.kill(b.child.pid, 'SIGCONT');
+  }
+});
+
+/// A 2026-07-28 request (tasks declared) to `instance`; resolves to its one answer.
+async function modern(instance, id, method, name, params) {
+  const response = await fetch(instance.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': name },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } } } }),
+  });
+  const { text, reader } = await readUntil(response, (t) => t.includes(`"id":${id}`));
+  reader.cancel().catch(() => {});
+  try {
+    return { status: response.status, answer: JSON.parse(text), text };
+  } catch {
+    return { status: response.status, answer: sseMessages(text).find((m) => m.id === id), text };
+  }
+}
+
+await step('a task whose owner is stopped past its lease: an acknowledged cancel holds, and every instance tells the same end', async () => {
+  const created = await modern(b, 1, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 4, label: 'x' } });
+  const taskId = created.answer?.result?.taskId;
+  check(created.answer?.result?.resultType === 'task' && typeof taskId === 'string', `the task: ${show(created.text)}`);
+  process.kill(b.child.pid, 'SIGSTOP');
+  let stopped = true;
+  try {
+    // Through A while B is stopped: answered once B's lease is gone (A adopts the task,
+    // and reports it failed: its instance stopped).
+    const cancel = await modern(a, 2, 'tasks/cancel', taskId, { taskId });
+    // 2026-07-28 acknowledges a cancel with an empty result whatever the task's state:
+    // what it promises is that the task does not complete afterwards.
+    check(cancel.answer?.result?.resultType === 'complete', `the cancel: ${show(cancel.text)}`);
+    process.kill(b.child.pid, 'SIGCONT');
+    stopped = false;
+    await sleep(5_000);  // past the moment B's tool would have finished the task
+    const ends = [];
+    for (const through of [a, b]) {
+      const got = await modern(through, 3, 'tasks/get', taskId, { taskId });
+      ends.push(got.answer?.result?.status ?? `error ${show(got.text)}`);
+    }
+    check(ends[0] === ends[1], `the instances disagree about the task: ${show(ends)}`);
+    check(ends[0] === 'cancelled' || ends[0] === 'failed', `the task ended ${ends[0]} after an acknowledged cancel`);
+    check(cluster.redisCall('HGET', `droid:t:${taskId}`, 'owner').startsWith('i1#'), 'the task record names A');
   } finally {
     if (stopped) process.kill(b.child.pid, 'SIGCONT');
   }
