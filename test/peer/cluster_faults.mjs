@@ -23,14 +23,20 @@
 // - a task whose owner is stopped past its lease: a cancel through another instance,
 //   then the owner woken past the moment its tool would have finished: every instance
 //   tells the same end, and it is "cancelled" or "failed", never "completed".
+// - a restart under the same instance id (kill -9, then started again at once): the old
+//   life's session is served through the new life and through another instance, its
+//   running task answers "failed" and its finished one "completed" through both.
 // - a dropped subscription (CLIENT KILL TYPE pubsub) moves no session: publishes that
 //   reached nobody are made again while the owner's lease lasts.
+// - nothing relayed is lost silently: Redis stalled for 2 s (DEBUG SLEEP) under a relayed
+//   call; the client sees every progress event once and in order, and the answer,
+//   resuming with Last-Event-ID if its stream was cut.
 // - recovery is not sampled: Redis emptied (FLUSHALL), every session's record is written
 //   again within a heartbeat of the lease's renewal finding the lease gone.
 //
 // Exit 77 (skipped) without nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
-import { check, exitWithSummary, show, sseMessages, startWatchdog, step } from './harness.mjs';
+import { check, exitWithSummary, show, sseEvents, sseMessages, startWatchdog, step } from './harness.mjs';
 import { Cluster, clusterPrerequisites } from './cluster_harness.mjs';
 
 const serverPath = process.argv[2];
@@ -275,6 +281,32 @@ await step('a task whose owner is stopped past its lease: an acknowledged cancel
   }
 });
 
+await step('a restart under the same instance id: the old life\'s sessions are served and its tasks answered, through every instance', async () => {
+  const sid = await openSession(b);
+  const done = await modern(b, 11, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 0, label: 'done' } });
+  const running = await modern(b, 12, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'long' } });
+  const finished = done.answer?.result?.taskId ?? null;
+  const unfinished = running.answer?.result?.taskId;
+  check(typeof unfinished === 'string', `the long task: ${show(running.text)}`);
+  b.kill();
+  check(await b.waitForExit(5000), 'B did not die');
+  await b.start();
+  for (const [n, through] of [b, a].entries()) {
+    const r = await echo(through, sid, 400 + n, `after restart ${n}`);
+    check(r.status === 200 && r.answer?.result?.content?.[0]?.text === `after restart ${n}`,
+      `the old session through ${through.name}: ${r.status} ${show(r.text)}`);
+  }
+  for (const through of [b, a]) {
+    const got = await modern(through, 13, 'tasks/get', unfinished, { taskId: unfinished });
+    check(got.answer?.result?.status === 'failed', `the task that was running, through ${through.name}: ${show(got.text)}`);
+    if (finished) {
+      // (a task of 0 s may have been answered at once rather than become a task)
+      const kept = await modern(through, 14, 'tasks/get', finished, { taskId: finished });
+      check(kept.answer?.result?.status === 'completed', `the finished task through ${through.name}: ${show(kept.text)}`);
+    }
+  }
+});
+
 await step('a dropped subscription (CLIENT KILL TYPE pubsub) moves nothing: the owner keeps its session, every call is answered; 5 rounds', async () => {
   const sid = await openSession(a);
   const owner = ownerOf(sid);
@@ -285,6 +317,56 @@ await step('a dropped subscription (CLIENT KILL TYPE pubsub) moves nothing: the 
       `round ${round} through B: ${r.status} ${show(r.text)}`);
     check(ownerOf(sid) === owner, `round ${round}: the session moved from ${owner} to ${ownerOf(sid)}`);
   }
+});
+
+await step('Redis stalls for 2 s (DEBUG SLEEP 2) under a relayed call: every event reaches the client once, in order, with the answer', async () => {
+  // The call runs on A and reaches its client through B; Redis, which carries every
+  // relayed batch, stops for 2 s in the middle. Either the relay carries on whole, or the
+  // client's stream is ended where it stands and the client resumes it: never a hole, a
+  // duplicate, or a hang.
+  const sid = await openSession(a);
+  const call = await countCall(b, sid, 300, 'stall', 20, 150);
+  check(call.status === 200, `the call through B: ${call.status}`);
+  const reader = call.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + 20_000;
+  let stalled = false;
+  for (;;) {
+    let timer;
+    const guard = new Promise((resolve) => { timer = setTimeout(() => resolve({ timedOut: true }), deadline - Date.now()); });
+    const next = await Promise.race([reader.read(), guard]);
+    clearTimeout(timer);
+    if (next.timedOut || next.done) break;
+    text += decoder.decode(next.value, { stream: true });
+    if (!stalled && text.includes('notifications/progress')) {
+      stalled = true;
+      check(cluster.redisCall('DEBUG', 'SLEEP', '2') === 'OK', 'DEBUG SLEEP 2');
+    }
+    if (text.includes('"id":300')) break;
+  }
+  reader.cancel().catch(() => {});
+  check(Date.now() < deadline, 'the stream neither ended nor answered within 20 s: it hung');
+  let events = sseEvents(text);
+  if (!text.includes('"id":300')) {
+    // Cut where it stood: resumed from the last event the client saw.
+    const last = events.filter((e) => e.id).at(-1)?.id;
+    check(last !== undefined, `no event id to resume from: ${show(text)}`);
+    const resumed = await fetch(a.url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', 'last-event-id': last },
+    });
+    check(resumed.status === 200, `the resume: ${resumed.status}`);
+    const more = await readUntil(resumed, (t) => t.includes('"id":300'));
+    more.reader.cancel().catch(() => {});
+    events = events.concat(sseEvents(more.text));
+    console.log('# the stream was cut during the stall and resumed');
+  }
+  const messages = events.map((e) => { try { return JSON.parse(e.data); } catch { return {}; } });
+  const steps = messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progress);
+  check(JSON.stringify(steps) === JSON.stringify(Array.from({ length: 20 }, (_, k) => k + 1)),
+    `the progress the client saw: ${show(steps)}`);
+  const answers = messages.filter((m) => m.id === 300);
+  check(answers.length === 1 && answers[0].result?.content?.[0]?.text === 'counted to 20', `the answers: ${show(answers)}`);
 });
 
 await step('Redis emptied (FLUSHALL, as after a restart without persistence): every session is back within two heartbeats', async () => {
