@@ -21,6 +21,8 @@
 
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 
+#include "application/server/server_core.hpp"
+#include "application/server/tasks.hpp"
 #include "cluster_fixture.hpp"
 
 using namespace droid::test::cluster;
@@ -299,5 +301,31 @@ TEST_SUITE("adapters/redis") {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     CHECK_MESSAGE(left.empty(), left);
+  }
+
+  TEST_CASE("a task is acknowledged only once Redis has its record: Redis full, its creation gets 503 and it is stopped") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance a(redis.url(), "a");
+    CHECK(redis_cli(redis, {"CONFIG", "SET", "maxmemory", "1"}) == "OK");
+    raw_connection c(a.port(), guard_ms);
+    c.send(mcp_post(modern_request(5, "tools/call", R"("name":"confirm","arguments":{})"),
+                    modern_headers("tools/call", "confirm")));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->header("retry-after"));
+    const auto body = boost::json::parse(r->body);
+    CHECK(body.at("id") == 5);
+    CHECK(body.at("error").at("code") == -32603);
+    // The task had started (its tool asks a question first): it is stopped, not left
+    // running with nobody to know its id.
+    droid::detail::task_engine& tasks = droid::detail::core(a.srv).tasks();
+    for (int i = 0; i < 300 && tasks.running() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(tasks.running() == 0);
+    // Room again: a task is acknowledged and answered for.
+    CHECK(redis_cli(redis, {"CONFIG", "SET", "maxmemory", "0"}) == "OK");
+    const auto created = modern(a.port(), 6, "tools/call", "confirm", R"("name":"confirm","arguments":{})");
+    CHECK(created.at("result").at("resultType") == "task");
   }
 }

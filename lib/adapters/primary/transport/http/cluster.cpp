@@ -798,9 +798,27 @@ task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, s
   }
 }
 
-void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten) {
-  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s,
-                          bool refuse) -> task<void> {
+void cluster::stop_unkept_tasks(std::vector<sse_event>& answers) {
+  for (const sse_event& e : answers) {
+    boost::json::value v;
+    if (!parse_exact(e.data, v) || !v.is_object()) continue;
+    const boost::json::value* result = v.as_object().if_contains("result");
+    const boost::json::value* id = result && result->is_object() ? result->as_object().if_contains("taskId") : nullptr;
+    if (!id || !id->is_string()) continue;
+    const std::string task(id->as_string());
+    droid::detail::task_engine& engine = droid::detail::core(st_.srv).tasks();
+    (void)engine.store().finish(task, task_status::failed, {},
+                                R"({"code":-32603,"message":"the shared store (Redis) did not keep this task"})",
+                                "The shared store (Redis) did not keep this task; it was stopped.");
+    if (std::shared_ptr<request_runner> runner = engine.runner_of(task))
+      asio::post(runner->executor(), [runner, task] { runner->stop_task(task); });
+  }
+}
+
+void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten,
+                                  std::function<void(std::vector<sse_event>&)> on_refused) {
+  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s, bool refuse,
+                          std::function<void(std::vector<sse_event>&)> refused) -> task<void> {
     // Every write queued before the PING is answered before it (one connection answers in
     // order). A write refused meanwhile (out of memory under `noeviction`, a read-only
     // replica) counts in failed_writes(): the answer is then refused too, because what it
@@ -815,13 +833,19 @@ void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_si
                  : pong->is_error() ? pong->str
                                     : std::string("it refused a write"))
           .append("); nothing was kept, try again shortly");
+      if (refused) {
+        std::vector<sse_event> held;
+        s->drain(held);
+        refused(held);
+      }
       s->reject(503, std::move(why));
     } else {
       s->accept();
     }
     s->release();
   };
-  spawn(shards_[shard], barrier(clients_[shard], std::move(sink), refuse_unwritten), [](std::exception_ptr) {});
+  spawn(shards_[shard], barrier(clients_[shard], std::move(sink), refuse_unwritten, std::move(on_refused)),
+        [](std::exception_ptr) {});
 }
 
 void cluster::remember_owner(const std::string& id, const std::string& owner, const std::string& principal) {

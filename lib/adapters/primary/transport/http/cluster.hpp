@@ -228,7 +228,15 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// `refuse_unwritten`: when Redis is unreachable or refused a write meanwhile, the sink
   /// is rejected (503, saying why) instead of accepted; otherwise it is accepted all the
   /// same. Call on `shard`.
-  void accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten);
+  ///
+  /// `on_refused` (with `refuse_unwritten`) gets what the sink held before it was refused:
+  /// the answer the client will not see (a new task's, whose task must then be stopped).
+  void accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten,
+                           std::function<void(std::vector<sse_event>&)> on_refused = {});
+  /// A task whose record Redis did not take is stopped and ended failed, unannounced: its
+  /// creation was refused to the client (503), so no client knows its id, and it must
+  /// not run on with nobody to hear of it. `answers`: what the refused response held.
+  void stop_unkept_tasks(std::vector<sse_event>& answers);
 
   /// The keys of session `id`'s streams.
   [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;

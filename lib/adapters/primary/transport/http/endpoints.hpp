@@ -199,6 +199,7 @@ class streamable_endpoint {
     /// Answered only once what the request wrote to Redis is there (a task's record:
     /// see `cluster::accept_when_written`).
     bool after_redis = false;
+    std::optional<ir::request_id> id{};  ///< the client's, for a refusal (503) to name
   };
   /// Prepares the answer of a sessionless request of `method`; the caller then hands it
   /// to the shard's runner under `key`, on `stream`. Why split from the answering: a

@@ -434,7 +434,10 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     // and the answer that names it waits for it (another instance may get the poll).
     call->after_redis = st_.peers && st_.peers->shares_tasks() && tool &&
                         tool->info.tasks != droid::task_support::forbidden;
-    if (call->after_redis) call->sink->hold();
+    if (call->after_redis) {
+      call->sink->hold();
+      call->id = msg.id();
+    }
     local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer),
                                   msg.text().size());
   };
@@ -524,10 +527,12 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
   const std::shared_ptr<response_sink>& sink = call.sink;
   // Behind whatever the request's first step queued, as for a session's request.
   if (call.after_redis) {
-    // Not refused when Redis does not take the task's record: the task runs here already,
-    // and a 503 would tell the client that nothing did (docs/scale-out.md, limits).
+    // Refused (503) when Redis did not take the task's record: another instance could
+    // never answer for it. The task, which already runs here, is stopped and ended failed
+    // before anyone hears of it (cluster::stop_unkept_tasks).
     asio::post(c.executor(), [peers = st_.peers, shard = c.home().index, sink] {
-      peers->accept_when_written(shard, sink, false);
+      peers->accept_when_written(shard, sink, true,
+                                 [peers](std::vector<sse_event>& held) { peers->stop_unkept_tasks(held); });
     });
   } else {
     asio::post(c.executor(), [sink] { sink->accept(); });
@@ -535,6 +540,11 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
   // The verdict is posted behind the request's first step, so a request answered by it
   // (most are) is finished here already.
   co_await sink->wait_settled();
+  if (sink->rejected_status() != 0) {
+    // Redis did not keep the new task (its task was stopped): the client is told to retry.
+    if (!call.listen) --st_.sessionless_answering;
+    co_return co_await reply_unavailable(c, call.id, sink->rejected_message());
+  }
   // Hanging up is the client's cancellation, whichever way the answer comes, so a request
   // still running is watched. One answered already is not: the watch costs an epoll
   // registration and a cancel per request (measured: about 15% of a stateless request's
