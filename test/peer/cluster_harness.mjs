@@ -61,6 +61,30 @@ export class Cluster {
     return spawnSync(this.paths.redisCli, ['-p', String(this.redisPort), '--raw', ...args], { encoding: 'utf8' }).stdout.trim();
   }
 
+  /// Starts redis-server on `redisPort`, empty (no persistence), and waits until it
+  /// accepts connections.
+  async startRedis() {
+    // DEBUG (local connections only): the fault suite stalls Redis with DEBUG SLEEP.
+    this.redis = spawn(this.paths.redisServer, ['--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '',
+      '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Its own line says when it accepts connections: waited for, not slept on.
+    await new Promise((resolve, reject) => {
+      const lines = createInterface({ input: this.redis.stdout });
+      lines.on('line', (line) => { if (line.includes('Ready to accept connections')) resolve(); });
+      this.redis.once('exit', () => reject(new Error('redis-server exited before accepting connections')));
+    });
+  }
+
+  /// Kills redis-server (SIGKILL) and starts it again on the same port, empty: what a
+  /// restart without persistence does to the instances.
+  async restartRedis() {
+    const old = this.redis;
+    const gone = new Promise((resolve) => old.once('exit', resolve));
+    old.kill('SIGKILL');
+    await gone;
+    await this.startRedis();
+  }
+
   stop() {
     for (const i of this.instances) i.kill();
     this.proxy?.kill('SIGKILL');
@@ -72,15 +96,7 @@ export class Cluster {
     const { dir } = this;
     this.redisPort = await freePort();
     this.proxyPort = await freePort();
-    // DEBUG (local connections only): the fault suite stalls Redis with DEBUG SLEEP.
-    this.redis = spawn(this.paths.redisServer, ['--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '',
-      '--appendonly', 'no', '--enable-debug-command', 'local'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    // Its own line says when it accepts connections: waited for, not slept on.
-    await new Promise((resolve, reject) => {
-      const lines = createInterface({ input: this.redis.stdout });
-      lines.on('line', (line) => { if (line.includes('Ready to accept connections')) resolve(); });
-      this.redis.once('exit', () => reject(new Error('redis-server exited before accepting connections')));
-    });
+    await this.startRedis();
     // The same sealing secret for every instance: a 2026 retry may land on any of them.
     writeFileSync(join(dir, 'state-secret'), 'a-secret-every-instance-shares-0123456789');
     for (let n = 1; n <= this.count; ++n) {

@@ -141,9 +141,12 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
   ir::message msg = std::get<ir::message>(std::move(decoded));
   // A member that cannot show its lease serves nothing it holds (docs/scale-out.md): the
   // request waits the moment it takes to get it back, and is refused, unrun, past that.
-  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor()))
-    co_return co_await reply_unavailable(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt,
-                                         fenced_refusal);
+  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor())) {
+    // Named, not chosen by ?: inside the co_await: g++ 12 destroys such a temporary twice.
+    std::optional<ir::request_id> id;
+    if (msg.is_request()) id = msg.id();
+    co_return co_await reply_unavailable(c, id, fenced_refusal);
+  }
 
   // The era is decided per message: a request whose _meta names a version (or whose
   // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
@@ -256,7 +259,12 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
         found = co_await find_session(c, std::string(*sid), who);
         if (found.answered) co_return *found.answered;
         if (found.owner.empty()) break;
-        if (look == max_looks) co_return co_await refuse_moving(c, msg.is_request() ? std::optional(msg.id()) : std::nullopt);
+        if (look == max_looks) {
+          // Named, not chosen by ?: inside the co_await: g++ 12 destroys such a temporary twice.
+          std::optional<ir::request_id> id;
+          if (msg.is_request()) id = msg.id();
+          co_return co_await refuse_moving(c, id);
+        }
         if (auto forwarded = co_await forward_post(c, msg, std::string(*sid), found.owner, who)) co_return *forwarded;
       }
       entry = std::move(found.entry);
@@ -391,7 +399,17 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
   // whose instance died is answered here, from what Redis kept of it.
   if (st_.peers && st_.peers->shares_tasks() && is_task_poll_or_update(msg.method())) {
     if (std::optional<std::string> task_id = ir::string_member(msg.params(), "taskId")) {
-      for (int look = 0; look < 2; ++look) {
+      // A few looks, as for a session's request: a forward whose owner's lease is gone
+      // (the next look adopts the task) or that the owner sent back unstarted (renewing
+      // its lease) is looked for again; past them the request is refused, never answered
+      // here as if the task did not exist.
+      for (int look = 0;; ++look) {
+        if (look == max_looks) {
+          const std::optional<ir::request_id> id = msg.id();
+          co_return co_await reply_unavailable(
+              c, id, "Service Unavailable: the task is moving between server instances; try again shortly");
+        }
+        if (look > 0) co_await pause_before_looking(c);
         const cluster::task_location where = co_await st_.peers->locate_task(c.home().index, *task_id);
         if (where.is == cluster::task_location::where::unavailable) {
           std::string why = "Service Unavailable: the task store (Redis) cannot be reached (";
@@ -401,7 +419,6 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
         if (where.is == cluster::task_location::where::here) break;
         if (auto forwarded = co_await forward_sessionless(c, msg, std::string(*version), where.owner, who))
           co_return *forwarded;
-        // Nobody heard it: its owner is presumed dead, and the next look takes it over.
       }
     }
   }
