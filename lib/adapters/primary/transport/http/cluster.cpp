@@ -270,6 +270,12 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
   co.where = *where;
   co.command_timeout = opts_.redis_timeout;
   co.connect_timeout = opts_.redis_timeout;
+  // The lease must be renewed, with a beat to spare, before it may have ended (see
+  // lease_span_ns): a heartbeat past that would fence the instance between two beats.
+  if (opts_.heartbeat.count() <= 0 || 2 * opts_.heartbeat >= opts_.instance_ttl - opts_.instance_ttl / 5)
+    throw std::invalid_argument(
+        "http::options::cluster.heartbeat must be under 2/5 of instance_ttl (the lease is renewed at least twice "
+        "before it may end)");
   // Named so: a channel name is a field of every message, and a name with a separator
   // in it would be one nobody could reply to.
   if (name_.find_first_of(" \r\n") != std::string::npos)
@@ -336,8 +342,13 @@ void cluster::beat() {
   // A subscribed connection has no traffic of its own: a PING is what finds one that
   // died without a word (its watchdog then times it out).
   (void)inbox_->send({"PING"});
-  spawn(shards_.front(), renew(), [](std::exception_ptr) {});
-  spawn(shards_.front(), sweep(), [](std::exception_ptr) {});
+  // Each holds the cluster while it waits for Redis: a stop in between must not leave it
+  // resuming into a cluster that is gone.
+  const auto holding = [](std::shared_ptr<cluster> self, task<void> (cluster::*step)()) -> task<void> {
+    co_await (self.get()->*step)();
+  };
+  spawn(shards_.front(), holding(shared_from_this(), &cluster::renew), [](std::exception_ptr) {});
+  spawn(shards_.front(), holding(shared_from_this(), &cluster::sweep), [](std::exception_ptr) {});
   heartbeat_->expires_after(opts_.heartbeat);
   heartbeat_->async_wait([self = shared_from_this()](const std::error_code& ec) {
     if (!ec) self->beat();

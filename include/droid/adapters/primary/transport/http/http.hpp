@@ -229,16 +229,21 @@ struct options {
     /// Prepended to every Redis key and channel, so that several deployments can share
     /// one Redis.
     std::string key_prefix = "droid:";
-    /// How often an instance says it is alive. Another instance is taken for dead once
-    /// `instance_ttl` passes without a word from it: its sessions are then taken over by
-    /// whichever instance their next request reaches.
+    /// How often an instance renews its lease (and says it is alive). Must be under 2/5
+    /// of `instance_ttl`, so that the lease is renewed at least twice before it may end.
     std::chrono::milliseconds heartbeat{1'000};
-    std::chrono::milliseconds instance_ttl{3'000};  ///< see `heartbeat`
+    /// The lease: an instance whose lease has not been renewed for this long is gone,
+    /// and its sessions and tasks are taken over by whichever instance their next request
+    /// reaches. The instance itself stops serving them `instance_ttl/5` earlier, on its
+    /// own clock, so that two instances never serve one session (docs/scale-out.md, "The
+    /// lease").
+    std::chrono::milliseconds instance_ttl{3'000};
     /// A Redis reply may take this long; past it (or with Redis down) a request that
     /// needs Redis is answered 503 with Retry-After.
     std::chrono::milliseconds redis_timeout{1'000};
     /// A request handed to the instance that owns its session must be taken up within
-    /// this long, or it is answered 503 (the owner is alive but did not hear it).
+    /// this long; past it the owner is asked to give it up unstarted, and it is served
+    /// wherever the session is then (or answered 503, saying it did not run).
     std::chrono::milliseconds forward_timeout{2'000};
   };
   scale_out cluster{};  ///< see `scale_out`
