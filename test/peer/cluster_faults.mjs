@@ -327,25 +327,18 @@ await step('Redis stalls for 2 s (DEBUG SLEEP 2) under a relayed call: every eve
   const sid = await openSession(a);
   const call = await countCall(b, sid, 300, 'stall', 20, 150);
   check(call.status === 200, `the call through B: ${call.status}`);
-  const reader = call.body.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  const deadline = Date.now() + 20_000;
+  // Redis is stalled from inside the read, once the first progress is there.
   let stalled = false;
-  for (;;) {
-    let timer;
-    const guard = new Promise((resolve) => { timer = setTimeout(() => resolve({ timedOut: true }), deadline - Date.now()); });
-    const next = await Promise.race([reader.read(), guard]);
-    clearTimeout(timer);
-    if (next.timedOut || next.done) break;
-    text += decoder.decode(next.value, { stream: true });
-    if (!stalled && text.includes('notifications/progress')) {
+  const deadline = Date.now() + 20_000;
+  const read = await readUntil(call, (t) => {
+    if (!stalled && t.includes('notifications/progress')) {
       stalled = true;
       check(cluster.redisCall('DEBUG', 'SLEEP', '2') === 'OK', 'DEBUG SLEEP 2');
     }
-    if (text.includes('"id":300')) break;
-  }
-  reader.cancel().catch(() => {});
+    return t.includes('"id":300');
+  });
+  read.reader.cancel().catch(() => {});
+  const { text } = read;
   check(Date.now() < deadline, 'the stream neither ended nor answered within 20 s: it hung');
   let events = sseEvents(text);
   if (!text.includes('"id":300')) {

@@ -328,4 +328,38 @@ TEST_SUITE("adapters/redis") {
     const auto created = modern(a.port(), 6, "tools/call", "confirm", R"("name":"confirm","arguments":{})");
     CHECK(created.at("result").at("resultType") == "task");
   }
+
+  TEST_CASE("requests racing to take one session over end with one owner at one epoch, and it keeps serving") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    auto a = std::make_unique<instance>(redis.url(), "a");
+    instance b(redis.url(), "b");
+    std::string sid;
+    {
+      raw_connection ca(a->port(), guard_ms);
+      sid = initialize(ca);
+    }
+    a->stop();  // its lease goes with it: the session may be taken over at once
+    std::vector<std::unique_ptr<raw_connection>> racing;
+    for (int id = 1; id <= 6; ++id) {
+      racing.push_back(std::make_unique<raw_connection>(b.port(), guard_ms));
+      racing.back()->send(mcp_post(call(id, "echo", R"({"text":"raced"})"), session_header(sid)));
+    }
+    for (auto& c : racing) {
+      auto r = c->read_response();
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(result_text(sse_messages(r->body)) == "raced");
+    }
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "epoch"}) == "1");
+    // A change of state is written (the entry's epoch is the record's), not refused.
+    raw_connection cb(b.port(), guard_ms);
+    cb.send(mcp_post(R"({"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"debug"}})",
+                     session_header(sid)));
+    REQUIRE(cb.read_response());
+    for (int i = 0; i < 300 && redis_cli(redis, {"HGET", "droid:s:" + sid, "level"}) != "debug"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "level"}) == "debug");
+    CHECK(b.listener->sessions() == 1);
+  }
 }
