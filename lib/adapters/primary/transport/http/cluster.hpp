@@ -10,26 +10,29 @@
 ///
 ///     P s:ID        the session's record (session_state, owner, epoch), a hash with the
 ///                   session's idle time to live, refreshed on use
-///     P i:MEMBER    a member's heartbeat, a key that expires unless refreshed (MEMBER:
-///                   the instance's name and its incarnation, `member()`)
+///     P i:MEMBER    a member's lease, a key that expires unless renewed (MEMBER: the
+///                   instance's name and its incarnation, `member()`); cluster_lease.cpp
 ///     P c:MEMBER    a member's inbox, a pub/sub channel
-///     P all         every instance's channel (heartbeats, departures)
-///     P e:... r:... the session's events (redis_event_store.hpp)
+///     P all         every instance's channel (heartbeats, departures, changes)
+///     P e:... r:... x:...  the session's events (redis_event_store.hpp)
+///     P t:ID        a task's record (redis_task_store.hpp)
 ///
 /// A request for a session that is not here goes one of three ways:
 ///
-///     record's owner alive   ->  forwarded: "req" to the owner's inbox; the owner serves
+///     owner's lease current  ->  forwarded: "req" to the owner's inbox; the owner serves
 ///                                it through a relay sink that publishes its events back
 ///                                ("evs") to this instance, which writes them to
 ///                                the client as if the session were here
-///     owner dead (or absent) ->  taken over: the record's owner is swapped to this
-///                                instance (compare-and-set), the session is restored
-///                                from it, and served here from then on
+///     owner's lease gone     ->  taken over: a script swaps the record's owner to this
+///                                member and raises its epoch, if the old owner's lease
+///                                is still gone; the session is restored from the record
+///                                and served here from then on
 ///     no record              ->  404, as for any unknown session
 ///
 /// Notifications and answers for a remote session are forwarded ("msg") and get 202 at
-/// once. A forwarded request whose owner dies is ended here with an error response; one
-/// the owner does not take up within `forward_timeout` gets 503.
+/// once. A forwarded request whose owner's lease ends is ended here with an error
+/// response; one the owner does not take up within `forward_timeout` is abandoned (the
+/// owner confirms it never started) and looked for again.
 #pragma once
 
 #include <atomic>
