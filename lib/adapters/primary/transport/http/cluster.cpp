@@ -348,6 +348,9 @@ void cluster::beat() {
 
 void cluster::stop() {
   if (stopping_.exchange(true)) return;
+  // Fenced before the lease goes: from the moment another instance may take a session
+  // over, this one serves nothing new of it (what runs still may finish, as the docs say).
+  recovering_.store(true);
   auto self = shared_from_this();
   asio::dispatch(shards_.front(), [self] {
     if (self->heartbeat_) self->heartbeat_->cancel();
