@@ -81,6 +81,7 @@ const base = { 'content-type': 'application/json', accept: 'application/json, te
 async function post(headers, body, id) {
   const controller = new AbortController();
   const guard = setTimeout(() => controller.abort(), 30_000);
+  let phase = 'POST';
   try {
     const response = await fetch(url, { method: 'POST', headers: { ...base, ...headers }, body: JSON.stringify(body),
       signal: controller.signal });
@@ -98,13 +99,26 @@ async function post(headers, body, id) {
     let last = sseEvents(text).filter((e) => e.id).at(-1)?.id;
     for (let attempt = 0; id !== undefined && !answer && sid && last && response.status === 200 && attempt < 3; ++attempt) {
       await sleep(200);
+      phase = `resume ${attempt + 1} from ${last}`;
       const resumed = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': sid,
         'mcp-protocol-version': '2025-11-25', 'last-event-id': last }, signal: controller.signal });
-      const more = await resumed.text();
       if (resumed.status !== 200) {
+        await resumed.text();
         count(`resume: ${resumed.status}`);
         break;
       }
+      // Read until the answer: a resumed stream stays open after it (until the session
+      // ends), because the SDKs resume again a resumed stream that ends.
+      let more = '';
+      const reader = resumed.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        more += decoder.decode(next.value, { stream: true });
+        if (sseMessages(more).some((m) => m.id === id)) break;
+      }
+      reader.cancel().catch(() => {});
       count('resume: 200');
       messages = messages.concat(sseMessages(more));
       answer = messages.find((m) => m.id === id);
@@ -113,6 +127,12 @@ async function post(headers, body, id) {
     return { status: response.status, retryAfter: response.headers.has('retry-after'), messages, answer,
       sid: response.headers.get('mcp-session-id') };
   } catch (error) {
+    if (error.name === 'AbortError') {
+      // Neither an answer nor an error for 30 s: a hang, which no promise allows.
+      const what = `${body.method} ${body.params?.name ?? ''} id ${id} session ${headers['mcp-session-id'] ?? '-'}`;
+      violation(`hung 30 s (${phase}): ${what} at t+${((Date.now() - started) / 1000).toFixed(1)} s`);
+      return { failed: 'hung' };
+    }
     return { failed: String(error.cause?.code ?? error.name ?? error) };
   } finally {
     clearTimeout(guard);
@@ -137,6 +157,11 @@ function classify(kind, r) {
     return /did not run/.test(error.message) ? 'refused' : 'unknown';
   }
   if (r.status === 200 && r.answer === undefined) { count(`${kind}: stream ended without an answer`); return 'unknown'; }
+  // Documented: for a heartbeat after Redis restarted empty, a task's record is missing.
+  if (r.status === 200 && error?.code === -32602 && /no task/.test(error.message)) {
+    count(`${kind}: no task (its record lost with Redis's data a moment ago)`);
+    return 'unknown';
+  }
   violation(`${kind}: unexpected ${r.status} ${JSON.stringify(r.answer ?? r.messages).slice(0, 300)}`);
   return 'unknown';
 }

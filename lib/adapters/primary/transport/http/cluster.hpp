@@ -97,6 +97,8 @@ struct forward_gate {
   enum : std::uint8_t { pending, started, abandoned };
   std::atomic<std::uint8_t> phase{pending};
   std::uint64_t lapses = 0;  ///< the owner's lapses when it arrived
+  /// The request's stream once it started (0: not yet); the session's shard only.
+  std::uint64_t stream = 0;
 };
 
 /// The listener's cluster membership. Affinity: each shard uses its own Redis client;

@@ -320,10 +320,20 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
     peers.touch(*entry);
     auto sink = std::make_shared<response_sink>(entry->executor, st_.opts.max_queued_bytes);
     auto gate = peers.new_gate();
-    // At a lapse of this member's lease the request is cancelled, as the client's
-    // notifications/cancelled would (its asker has told, or will tell, the client that
-    // this instance stopped).
-    auto cancel = [entry, id = msg->id()] { entry->s->cancel(id); };
+    // At a lapse of this member's lease the request is stopped (its asker has told, or
+    // will tell, the client that this instance stopped): its stream gets an error answer,
+    // which a resume then finds, and the tool is cancelled, as the client's
+    // notifications/cancelled would, so that nothing more is sent for it.
+    auto cancel = [entry, gate, id = msg->id()] {
+      if (gate->stream == 0) return;  // never started
+      auto it = entry->streams.find(gate->stream);
+      if (it == entry->streams.end() || it->second->is_finished()) return;  // answered already
+      it->second->send(rpc_error_body(id, ir::errc::internal_error,
+                                      "Internal error: the server instance running this request lost its hold on the "
+                                      "session (its shared store was unreachable for too long) and stopped the "
+                                      "request; the session goes on, and the request may be sent again"));
+      entry->s->cancel(id);
+    };
     start_request(entry, std::move(*msg), sink, f[4] == "1", decode_origin(f[6], f[7]), gate);
     start_relay(st_.peers, entry->executor, entry->shard, sink, f[2], f[3], [entry] {
       --entry->active;

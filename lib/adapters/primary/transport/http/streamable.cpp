@@ -352,6 +352,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     // Numbered on the session's shard: a session's requests may come through several
     // shards' connections (and instances), and each must get its own number.
     const std::uint64_t number = ++entry->next_stream;
+    if (gate) gate->stream = number;
     auto stream = std::make_shared<logical_stream>(
         number, json_mode ? nullptr : entry->store.get(),
         logical_stream::finish_hook{entry,
