@@ -362,4 +362,22 @@ TEST_SUITE("adapters/redis") {
     CHECK(redis_cli(redis, {"HGET", "droid:s:" + sid, "level"}) == "debug");
     CHECK(b.listener->sessions() == 1);
   }
+
+  TEST_CASE("a relayed request whose owner's lease lapses is stopped with -32603, which its resume finds") {
+    REQUIRE(droid::test::have_redis_server());
+    forwarded_call fc(31);  // `wait` 1.5 s on a, its client on b
+    const std::string event = first_event_id(fc.cb);
+    // a's lease vanishes (a Redis that lost it, or a stall past it): at its next renewal a
+    // finds it gone, stops what it relays (b may have told its client that a stopped) and
+    // takes its sessions back.
+    CHECK(redis_cli(fc.redis, {"DEL", "droid:i:" + fc.a_member}) == "1");
+    // b's client stream ends without the answer ("brk"), for a resume.
+    const std::string tail = fc.cb.read_until("0\r\n\r\n");
+    CHECK(tail.find("waited") == std::string::npos);
+    // The resume finds the error the owner wrote, never silence and never "waited".
+    const std::string body = resume(fc.b.port(), fc.sid, event, "may be sent again");
+    CHECK_MESSAGE(body.find("lost its hold") != std::string::npos, body);
+    CHECK(body.find("waited") == std::string::npos);
+    CHECK(redis_cli(fc.redis, {"EXISTS", "droid:i:" + fc.a_member}) == "1");  // taken again
+  }
 }
