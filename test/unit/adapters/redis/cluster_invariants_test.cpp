@@ -42,8 +42,8 @@ std::string inbox_of(const droid::test::redis_server& redis, const std::string& 
   return redis_cli(redis, {"PUBSUB", "CHANNELS", "droid:c:" + name + "#*"});
 }
 
-/// Two instances, a session on `a`, and a call of `wait` (1.5 s) through `b`, which
-/// forwards it to `a`: what a forged reply on `b`'s inbox could be mistaken for.
+/// Two instances, a session on `a`, and a call of `wait` (`ms`, 1.5 s unless said) through
+/// `b`, which forwards it to `a`: what a forged reply on `b`'s inbox could be mistaken for.
 struct forwarded_call {
   droid::test::redis_server redis;
   instance a{redis.url(), "a"}, b{redis.url(), "b"};
@@ -51,8 +51,8 @@ struct forwarded_call {
   std::string sid = initialize(ca);
   std::string b_inbox, a_member;
 
-  explicit forwarded_call(int id) {
-    cb.send(mcp_post(call(id, "wait", R"({"ms":1500})"), session_header(sid)));
+  explicit forwarded_call(int id, int ms = 1500) {
+    cb.send(mcp_post(call(id, "wait", R"({"ms":)" + std::to_string(ms) + "}"), session_header(sid)));
     b_inbox = inbox_of(redis, "b");
     a_member = inbox_of(redis, "a").substr(std::string("droid:c:").size());
     REQUIRE(b_inbox.starts_with("droid:c:b#"));
@@ -263,10 +263,12 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(member.starts_with("a#"));
     // a's lease vanishes; meanwhile b takes `lost` over (its lease is gone, so it may) and
     // `kept`'s record is lost with the rest of a Redis that restarted empty.
-    CHECK(redis_cli(redis, {"DEL", "droid:i:" + member, "droid:s:" + kept}) == "2");
-    const std::string script = "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then "
+    // In one script, so that a's recovery sees all of it or none of it.
+    const std::string script = "redis.call('DEL', KEYS[2], KEYS[3]) "
+                               "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then "
                                "redis.call('HSET', KEYS[1], 'owner', ARGV[2]) return redis.call('HINCRBY', KEYS[1], 'epoch', 1) end return -1";
-    CHECK(redis_cli(redis, {"EVAL", script, "1", "droid:s:" + lost, member, "b#0000000000000001"}) == "1");
+    CHECK(redis_cli(redis, {"EVAL", script, "3", "droid:s:" + lost, "droid:i:" + member, "droid:s:" + kept, member,
+                            "b#0000000000000001"}) == "1");
     // Within a few heartbeats: the lease is back, `kept` written again, `lost` given up.
     for (int i = 0; i < 300 && (a.listener->sessions() != 1 || redis_cli(redis, {"EXISTS", "droid:s:" + kept}) != "1"); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -365,7 +367,7 @@ TEST_SUITE("adapters/redis") {
 
   TEST_CASE("a relayed request whose owner's lease lapses is stopped with -32603, which its resume finds") {
     REQUIRE(droid::test::have_redis_server());
-    forwarded_call fc(31);  // `wait` 1.5 s on a, its client on b
+    forwarded_call fc(31, 10'000);  // `wait` 10 s on a (it never gets that far), its client on b
     const std::string event = first_event_id(fc.cb);
     // a's lease vanishes (a Redis that lost it, or a stall past it): at its next renewal a
     // finds it gone, stops what it relays (b may have told its client that a stopped) and
