@@ -10,7 +10,8 @@
 // consecutive instances, so each retry reaches an instance that does not hold the tool's
 // frame and replays it from the sealed requestState. Checks: tools/call answered from
 // every instance, sampling and form elicitation over input_required rounds whose retries
-// land elsewhere, and service going on when an instance is killed. Needs Node >= 20; exit
+// land elsewhere, calls made while an instance is stopped past its lease (SIGSTOP) all
+// answered, and service going on when an instance is killed. Needs Node >= 20; exit
 // 77 (skipped) without the client, nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
 
 import { check, exitWithSummary, show, sleep, sseMessages, startWatchdog, step, textOf, missingPrerequisite, tapWire } from '../peer/harness.mjs';
@@ -98,6 +99,28 @@ await step('form elicitation over rounds across instances', async () => {
   const r = await client.callTool({ name: 'book_table', arguments: {} });
   elicitation = undefined;
   check(textOf(r) === 'booked a table on the terrace for 4, name Ada (birthday)', `book_table answered ${show(r)}`);
+});
+
+await step('an instance stopped past its lease (SIGSTOP): calls made meanwhile, sampling rounds included, are all answered', async () => {
+  // Those that nginx hands to the stopped instance wait in its socket and are served
+  // when it wakes (once it has its lease back); the others are served where they land.
+  const victim = cluster.instances[1];
+  process.kill(victim.child.pid, 'SIGSTOP');
+  let stopped = true;
+  try {
+    const calls = Array.from({ length: 6 }, (_, i) => client.callTool({ name: 'echo', arguments: { text: `paused ${i}` } })
+      .then((r) => textOf(r), (error) => `error: ${error.message}`));
+    const summary = client.callTool({ name: 'summarize', arguments: { text: 'during the pause' } })
+      .then((r) => textOf(r), (error) => `error: ${error.message}`);
+    await sleep(4_500);
+    process.kill(victim.child.pid, 'SIGCONT');
+    stopped = false;
+    const texts = await Promise.all(calls);
+    check(texts.every((t, i) => t === `paused ${i}`), `the calls made during the pause: ${show(texts)}`);
+    check(await summary === 'summary from peer-model: a short summary', `summarize during the pause: ${show(await summary)}`);
+  } finally {
+    if (stopped) process.kill(victim.child.pid, 'SIGCONT');
+  }
 });
 
 // The client has no API for the tasks extension: its requests are written as the
