@@ -20,6 +20,9 @@
 //   another instance is served there once the lease is gone, and the old owner, woken,
 //   neither serves the request it was sent while stopped from its stale copy nor writes
 //   the record back (the lease and the epoch fence it).
+// - nothing refused runs later: a request forwarded to a stopped owner runs once, on the
+//   instance that takes the session over, never again when the owner wakes (its runs are
+//   counted on Redis's common channel, where update_resource announces each).
 // - a task whose owner is stopped past its lease: a cancel through another instance,
 //   then the owner woken past the moment its tool would have finished: every instance
 //   tells the same end, and it is "cancelled" or "failed", never "completed".
@@ -35,6 +38,8 @@
 //   again within a heartbeat of the lease's renewal finding the lease gone.
 //
 // Exit 77 (skipped) without nginx or redis-server, unless DROID_REQUIRE_PEERS=1.
+
+import { spawn } from 'node:child_process';
 
 import { check, exitWithSummary, show, sseEvents, sseMessages, startWatchdog, step } from './harness.mjs';
 import { Cluster, clusterPrerequisites } from './cluster_harness.mjs';
@@ -230,6 +235,33 @@ await step('an owner stopped past its lease: the session is served by the next o
     check(ownerOf(sid) === owner, `B wrote itself back as the owner: ${ownerOf(sid)}`);
   } finally {
     if (stopped) process.kill(b.child.pid, 'SIGCONT');
+  }
+});
+
+await step('a request forwarded to a stopped owner runs once: where the session is taken over, never again when the owner wakes', async () => {
+  // update_resource announces its URI on Redis's common channel each time it runs, so a
+  // watcher there counts the runs. The call through A reaches B's inbox while B is
+  // stopped; A serves it once B's lease is gone; B, woken, finds it queued and must refuse
+  // it (nothing refused runs later).
+  const sid = await openSession(b);
+  const uri = `faults://once/${Date.now()}`;
+  const watcher = spawn(cluster.paths.redisCli, ['-p', String(cluster.redisPort), '--raw', 'SUBSCRIBE', 'droid:all']);
+  let heard = '';
+  watcher.stdout.on('data', (d) => { heard += d; });
+  const runs = () => heard.split(uri).length - 1;
+  for (let i = 0; i < 100 && !heard.includes('subscribe'); ++i) await sleep(20);
+  process.kill(b.child.pid, 'SIGSTOP');
+  let stopped = true;
+  try {
+    const r = await ask(a, sid, 21, 'tools/call', { name: 'update_resource', arguments: { uri } });
+    check(r.status === 200 && r.answer?.result !== undefined, `the call through A: ${r.status} ${show(r.text)}`);
+    process.kill(b.child.pid, 'SIGCONT');
+    stopped = false;
+    await sleep(2_000);  // B wakes, renews, recovers, and meets the request in its inbox
+    check(runs() === 1, `update_resource ran ${runs()} times`);
+  } finally {
+    if (stopped) process.kill(b.child.pid, 'SIGCONT');
+    watcher.kill();
   }
 });
 

@@ -452,8 +452,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
                                                         ": it is already " + std::string(to_string(record->status)));
     }
     (void)store.finish(id, task_status::cancelled, {}, {}, "The task was cancelled by request.");
-    if (std::shared_ptr<request_runner> runner = detail::core(srv).tasks().runner_of(id))
-      asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
+    detail::core(srv).tasks().stop_tool(id);
     if (modern) return reply::ok("{}");
     record = store.get(id, owner);
     if (!record) return not_found(id);

@@ -5,9 +5,12 @@
 
 #include <ctime>
 
+#include <asio/post.hpp>
+
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/application/server/request_runner.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
@@ -38,6 +41,11 @@ std::shared_ptr<request_runner> task_engine::runner_of(const std::string& id) co
   std::lock_guard lock(mutex_);
   auto it = running_.find(id);
   return it == running_.end() ? nullptr : it->second.lock();
+}
+
+void task_engine::stop_tool(const std::string& id) const {
+  if (std::shared_ptr<request_runner> runner = runner_of(id))
+    asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
 }
 
 std::size_t task_engine::running() const {

@@ -63,6 +63,10 @@ class task_engine {
   void forget(const std::string& id);
   /// The runner of live task `id` (null: not running here any more).
   [[nodiscard]] std::shared_ptr<request_runner> runner_of(const std::string& id) const;
+  /// Stops task `id`'s tool on the shard that runs it, from any thread (nothing when it
+  /// runs nowhere here). Why one place: a cancel, a task whose record Redis refused and a
+  /// task another instance adopted all stop the tool the same way.
+  void stop_tool(const std::string& id) const;
   [[nodiscard]] std::size_t running() const;
 
  private:

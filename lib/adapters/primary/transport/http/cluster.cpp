@@ -649,8 +649,7 @@ void cluster::stop_unkept_tasks(std::vector<sse_event>& answers) {
     (void)engine.store().finish(task, task_status::failed, {},
                                 R"({"code":-32603,"message":"the shared store (Redis) did not keep this task"})",
                                 "The shared store (Redis) did not keep this task; it was stopped.");
-    if (std::shared_ptr<request_runner> runner = engine.runner_of(task))
-      asio::post(runner->executor(), [runner, task] { runner->stop_task(task); });
+    engine.stop_tool(task);
   }
 }
 
@@ -702,6 +701,11 @@ void cluster::remember_owner(const std::string& id, const std::string& owner, co
 void cluster::forget_owner(const std::string& id) {
   std::lock_guard lock(mutex_);
   owners_.erase(id);
+}
+
+void cluster::refuse_forward(std::size_t shard, std::string_view asker, std::string_view tag, int status,
+                             std::string_view why) {
+  post_to(shard, std::string(asker), encode_fields({"rej", member_, tag, std::to_string(status), why}));
 }
 
 void cluster::post_to(std::size_t shard, const std::string& owner, const std::string& payload) {
@@ -800,9 +804,7 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
     // looks the session up again (and waits for it, or takes it over).
     const bool sessionless = kind == "sreq";
     if (f.size() < 4) return;
-    post_to(0, std::string(f[sessionless ? 1 : 2]),
-            encode_fields({"rej", member_, f[sessionless ? 2 : 3], std::to_string(owner_silent),
-                           "the owner is renewing its lease"}));
+    refuse_forward(0, f[sessionless ? 1 : 2], f[sessionless ? 2 : 3], owner_silent, "the owner is renewing its lease");
     return;
   }
   if (fenced() && (kind == "msg" || kind == "del")) {
@@ -869,9 +871,9 @@ task<void> cluster::sweep() {
       }
       forward& f = it->second;
       if (!f.settled && now > f.deadline) {
-        // Not taken up in time: the owner is asked to give it up unstarted, and its
-        // answer decides (503, it never will run: told to the client; 421, it never got
-        // there: looked for again). Asked again each beat, in case the question was lost.
+        // Not taken up in time: the owner is asked to give it up unstarted; its answer (the
+        // internal 421: not started, and now never will be) sends the asker to look for
+        // the session again. Asked again each beat, in case the question was lost.
         if (!f.abandoned) f.abandoned = now;
         if (now > *f.abandoned + opts_.instance_ttl) {
           // No answer for a whole lease while the owner's lease is renewed: not a member
@@ -931,17 +933,15 @@ task<void> cluster::sweep() {
 task<cluster::task_location> cluster::locate_task(std::size_t shard, std::string id) {
   task_location out;
   if (!tasks_ || tasks_->holds(id)) co_return out;
-  auto get = clients_[shard]->command({"HGETALL", opts_.key_prefix + "t:" + id});
-  auto hash = co_await get;
-  if (!hash || hash->is_error()) {
+  // The owner alone: the record (a result may be large) is read only by the script that
+  // adopts the task.
+  auto get = clients_[shard]->command({"HGET", opts_.key_prefix + "t:" + id, "owner"});
+  auto found = co_await get;
+  if (!found || found->is_error()) {
     out.is = task_location::where::unavailable;
     co_return out;
   }
-  std::string owner, record;
-  for (std::size_t i = 0; i + 1 < hash->elements.size(); i += 2) {
-    if (hash->elements[i].str == "owner") owner = hash->elements[i + 1].str;
-    if (hash->elements[i].str == "record") record = hash->elements[i + 1].str;
-  }
+  std::string owner = found->type == redis::reply::kind::string ? found->str : std::string();
   if (owner.empty() || owner == member_) co_return out;  // unknown: answered here, "not found"
   if (co_await alive(shard, owner)) {
     out.is = task_location::where::remote;

@@ -177,6 +177,11 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// owner's lease is gone (`nobody`: the session or task may now be taken over), bounded
   /// by `instance_ttl + forward_timeout` (`unavailable`).
   task<delivery> deliver(std::size_t shard, std::string owner, std::string payload);
+  /// Tells member `asker` that its forward `tag` was refused ("rej": `status`, `why`): the
+  /// one place that writes a refusal, whoever refuses (the session is not here, the owner
+  /// is fenced, the request was abandoned or never arrived).
+  void refuse_forward(std::size_t shard, std::string_view asker, std::string_view tag, int status,
+                      std::string_view why);
   /// Publishes `payload` on `owner`'s inbox, not waiting for Redis (a refusal, a "stop").
   void post_to(std::size_t shard, const std::string& owner, const std::string& payload);
   /// The inbox's connection broke: whatever was published to it meanwhile is lost, so no

@@ -91,8 +91,7 @@ void cluster::abandon(std::string_view from, std::string_view tag) {
   if (!gate) {
     // Not here: it never arrived (lost with a dropped subscription), or it ran and its
     // relay ended (then the asker has its answer already and ignores this).
-    post_to(0, std::string(from),
-            encode_fields({"rej", member_, tag, std::to_string(owner_silent), "the request never reached its owner"}));
+    refuse_forward(0, from, tag, owner_silent, "the request never reached its owner");
     return;
   }
   std::uint8_t expected = forward_gate::pending;
@@ -101,8 +100,7 @@ void cluster::abandon(std::string_view from, std::string_view tag) {
     // It will never start (`may_start` stops it), so the asker may look again and have
     // it served wherever the session is then; said now, not when the session's shard
     // gets to it (a busy shard is what kept it waiting).
-    post_to(0, std::string(from),
-            encode_fields({"rej", member_, tag, std::to_string(owner_silent), "the owner had not started it"}));
+    refuse_forward(0, from, tag, owner_silent, "the owner had not started it");
     return;
   }
   // Started: its answer is on its way.
@@ -126,9 +124,8 @@ task<void> cluster::renew() {
     co_return;
   }
   // Never moved back: a late reply to an older renewal must not shorten a newer one.
-  std::int64_t until = lease_until_.load();
-  while (until < sent + lease_span_ns() && !lease_until_.compare_exchange_weak(until, sent + lease_span_ns())) {
-  }
+  // (Written on shard 0 alone, so a plain compare suffices; other shards only read it.)
+  if (sent + lease_span_ns() > lease_until_.load()) lease_until_.store(sent + lease_span_ns());
 }
 
 void cluster::end_relays() {
@@ -185,8 +182,7 @@ task<void> cluster::recover() {
       if (mine->integer != 0) continue;
       // Adopted by another instance (and reported failed there): stopped here, unsaid.
       tasks_->drop(id);
-      if (std::shared_ptr<request_runner> runner = droid::detail::core(st_.srv).tasks().runner_of(id))
-        asio::post(runner->executor(), [runner, id] { runner->stop_task(id); });
+      droid::detail::core(st_.srv).tasks().stop_tool(id);
     }
   }
   // Everything published to the inbox before the mark is refused (it arrives while this

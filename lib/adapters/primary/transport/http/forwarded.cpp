@@ -129,9 +129,7 @@ task<void> relay(std::shared_ptr<cluster> peers, std::size_t shard, std::shared_
   co_await sink->wait_settled();
   if (sink->dead()) co_return;
   if (sink->rejected_status() != 0) {
-    peers->post_to(shard, to,
-                   encode_fields({"rej", peers->member(), tag, std::to_string(sink->rejected_status()),
-                                  sink->rejected_message()}));
+    peers->refuse_forward(shard, to, tag, sink->rejected_status(), sink->rejected_message());
     co_return;
   }
   bool accepted = false;
@@ -301,7 +299,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
   // Tells the asking instance that the session is not (or no longer) here: its client
   // gets the 404 it would get from any instance.
   const auto refuse = [&](std::string_view from, std::string_view tag, int status, std::string_view why) {
-    peers.post_to(0, std::string(from), encode_fields({"rej", peers.member(), tag, std::to_string(status), why}));
+    peers.refuse_forward(0, from, tag, status, why);
   };
   const auto local = [&](std::string_view sid, std::string_view principal) -> std::shared_ptr<session_entry> {
     auto e = st_.sessions.find(sid);

@@ -46,8 +46,6 @@ bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
 
-/// The 503 for a session that another instance took over while this one looked (it is
-/// there on the client's next try).
 /// What a request that reaches a member whose lease lapsed (cluster::fenced) is told when
 /// the member does not get it back in time: it did not run.
 constexpr std::string_view fenced_refusal =
@@ -65,6 +63,8 @@ task<void> pause_before_looking(connection& c) {
   (void)co_await pause.async_wait(use_task);
 }
 
+/// The 503 for a session whose owner could not be reached in `max_looks` looks (it moves
+/// between instances; it is there on the client's next try).
 task<bool> refuse_moving(connection& c, const std::optional<ir::request_id>& id) {
   co_return co_await reply_unavailable(
       c, id, "Service Unavailable: the session is moving between server instances; try again shortly");
@@ -709,24 +709,23 @@ task<bool> streamable_endpoint::remove(connection& c, request& req, const caller
     // Owned by another instance: it ends the session there (and its record); one whose
     // owner is gone is taken over here first, then ended like any other.
     found_session where;
-    for (int look = 0;; ++look) {
+    for (int look = 0;; ++look) {  // a few looks at most, as for a POST
+      if (look > 0) co_await pause_before_looking(c);
       where = co_await find_session(c, std::string(*sid), who);
       if (where.answered) co_return *where.answered;
       if (where.owner.empty()) break;
+      if (look == max_looks) co_return co_await refuse_moving(c, std::nullopt);
       std::string payload = encode_fields({"del", std::string(*sid), who.principal});
       const cluster::delivery told = co_await st_.peers->deliver(c.home().index, where.owner, std::move(payload));
       // Its owner's lease is gone: the next look takes the session over, and it is ended
       // here like any other.
-      if (told == cluster::delivery::nobody && look < 2) {
+      if (told == cluster::delivery::nobody) {
         st_.peers->forget_owner(std::string(*sid));
         continue;
       }
       if (told == cluster::delivery::unavailable)
-        co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                             "Service Unavailable: the instance that owns this session cannot be "
-                                             "reached; try again shortly",
-                                             false, "Retry-After: 1\r\n");
-      if (told == cluster::delivery::nobody) co_return co_await refuse_moving(c, std::nullopt);
+        co_return co_await reply_unavailable(
+            c, std::nullopt, "Service Unavailable: the instance that owns this session cannot be reached; try again shortly");
       co_return co_await c.reply(200, {}, {});
     }
   }
