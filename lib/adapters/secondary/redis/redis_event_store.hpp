@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// `droid::redis::redis_event_store`: a session's events kept in this instance's memory
-/// ring and written behind to Redis Streams, and the reading of those streams by another
-/// instance.
+/// ring and written behind to Redis Streams (another instance reads them back through
+/// redis_shared_store.hpp).
 ///
 /// Secondary adapter, private. The instance that owns a session replays from memory, as
 /// one instance alone does: Redis is not on the path of a resume it can serve itself.
@@ -69,29 +69,5 @@ class redis_event_store final : public event_store {
   stream_keys keys_;
   std::unique_ptr<memory_event_store> local_;
 };
-
-/// A stream as Redis has it, read by an instance that did not write it.
-struct stored_stream {
-  /// Events after the one asked for, in order.
-  std::vector<std::pair<std::uint64_t, std::string>> events{};
-  std::uint64_t last = 0;  ///< the highest event number recorded
-  bool ended = false;      ///< the owner (or a successor) ended it
-  std::string request_id_json{};  ///< the request it answers (empty: unknown)
-};
-
-/// What reading a stream gave.
-enum class read_outcome : std::uint8_t { ok, unknown, trimmed, unavailable };
-
-/// Reads stream `stream` of `keys.session` after event `after`: unknown when Redis has no
-/// such stream (never written, or expired), trimmed when events after `after` are gone.
-task<read_outcome> read_stream(std::shared_ptr<client> c, stream_keys keys, std::uint64_t stream, std::uint64_t after,
-                               stored_stream& out);
-
-/// What `end_stream` did.
-enum class end_outcome : std::uint8_t { ended, already, unavailable };
-/// Ends stream `stream` (whose last event is `last`) with `final_event` and the end mark,
-/// unless it has ended already (`already`: someone else ended it first).
-task<end_outcome> end_stream(std::shared_ptr<client> c, stream_keys keys, std::uint64_t stream, std::uint64_t last,
-                              std::string final_event);
 
 }  // namespace droid::redis

@@ -22,6 +22,8 @@
 
 #include <droid/application/server/task_store.hpp>
 
+#include "adapters/primary/transport/http/cluster/shared_store.hpp"
+
 namespace droid::redis {
 
 /// A record as the JSON text Redis keeps, and back.
@@ -30,7 +32,7 @@ namespace droid::redis {
 
 /// The memory store, written through. Affinity: any thread (as every task store);
 /// `write` carries each command to a Redis client on the calling thread's shard.
-class shared_task_store final : public task_store {
+class shared_task_store final : public http::detail::shared_task_table {
  public:
   /// `write(command)`: sends one Redis command, not waiting for it.
   shared_task_store(std::shared_ptr<memory_task_store> local, std::string instance, std::string prefix,
@@ -49,19 +51,12 @@ class shared_task_store final : public task_store {
               std::string message) override;
   void remove(std::string_view id) override;
 
-  /// Task `id` is held here (whoever owns it).
-  [[nodiscard]] bool holds(std::string_view id) { return local_->peek(id).has_value(); }
-  /// Takes in a record another instance wrote (its owner being gone): one still running
-  /// is failed, with `why` as its message; then it is served from here.
-  void adopt(task_record record, const std::string& why);
-
-  /// The tasks written out from here and still held (for a member that lost its lease
-  /// and must learn which of them are still its own).
-  [[nodiscard]] std::vector<std::string> held();
-  /// Writes task `id`'s record again (Redis lost it).
-  void republish(std::string_view id) { publish(id); }
-  /// Forgets task `id` here without a word to Redis: another instance owns it now.
-  void drop(std::string_view id);
+  // shared_task_table (the cluster's port says what each is for).
+  [[nodiscard]] bool holds(std::string_view id) override { return local_->peek(id).has_value(); }
+  void adopt(task_record record, const std::string& why) override;
+  [[nodiscard]] std::vector<std::string> held() override;
+  void republish(std::string_view id) override { publish(id); }
+  void drop(std::string_view id) override;
 
   /// The script every write of a task record goes through: it writes only while the
   /// record names this instance or there is none. Why: an instance whose lease lapsed

@@ -130,7 +130,7 @@ class streamable_endpoint {
   task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
 
  public:
-  // ---- several instances (cluster.hpp; forwarded.cpp) --------------------------------
+  // ---- several instances (cluster/cluster.hpp; cluster/forwarded.cpp) ----------------
   /// Hands `msg` of session `entry` to its shard, answering on `sink` (a connection's, or
   /// a relay's for a request forwarded from another instance).
   /// `gate`: a forwarded request's, which starts only if the owner's lease allows

@@ -25,14 +25,39 @@
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 
+#include "adapters/secondary/redis/redis_shared_store.hpp"
 #include "checks.hpp"
+#include "cluster/cluster.hpp"
 #include "connection.hpp"
-#include "cluster.hpp"
 #include "endpoints.hpp"
 #include "routes.hpp"
 #include "tls.hpp"
 
 namespace droid::http {
+
+namespace detail {
+
+// The composition root of the scale-out: the one place that picks Redis for the port.
+store_maker& shared_store_maker() {
+  static store_maker maker = [](const options::scale_out& o, std::vector<asio::any_io_executor> shards,
+                                std::chrono::milliseconds session_ttl,
+                                std::size_t max_events) -> std::shared_ptr<shared_store> {
+    std::string error;
+    auto where = redis::parse_url(o.redis_url, error);
+    if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
+    redis::shared_store_options so;
+    so.connection.where = *where;
+    so.connection.command_timeout = o.redis_timeout;
+    so.connection.connect_timeout = o.redis_timeout;
+    so.key_prefix = o.key_prefix;
+    so.session_ttl = session_ttl;
+    so.max_events = max_events;
+    return std::make_shared<redis::redis_shared_store>(std::move(shards), std::move(so));
+  };
+  return maker;
+}
+
+}  // namespace detail
 
 using detail::clock_type;
 using detail::now_ns;
@@ -257,7 +282,9 @@ void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
   if (!l.opts.cluster.redis_url.empty()) {
     std::vector<asio::any_io_executor> executors;
     for (asio::io_context* io : contexts) executors.push_back(io->get_executor());
-    l.state.peers = std::make_shared<detail::cluster>(l.state, l.opts.cluster, std::move(executors));
+    std::shared_ptr<detail::shared_store> store = detail::shared_store_maker()(
+        l.opts.cluster, executors, l.opts.session_idle_timeout, std::max<std::size_t>(l.opts.event_ring_capacity, 16));
+    l.state.peers = std::make_shared<detail::cluster>(l.state, l.opts.cluster, std::move(executors), std::move(store));
     l.state.peers->on_request = [&l](std::vector<std::string_view> fields) {
       l.streamable.serve_forwarded(std::move(fields));
     };

@@ -52,7 +52,7 @@ struct session_entry {
   /// The index of `executor`'s shard (whose Redis client a cluster writes the session
   /// with).
   std::size_t shard = 0;
-  /// How many times the session was taken over by another instance (cluster.hpp); its
+  /// How many times the session was taken over by another instance (cluster/); its
   /// streams are numbered from `epoch << 32`.
   std::uint64_t epoch = 0;
   /// When a cluster last refreshed the session's record in Redis (ns, as `last_used`).

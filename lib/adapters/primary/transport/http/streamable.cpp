@@ -23,7 +23,7 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "checks.hpp"
-#include "cluster.hpp"
+#include "cluster/cluster.hpp"
 #include "connection.hpp"
 #include "routing_headers.hpp"
 
@@ -195,7 +195,7 @@ task<streamable_endpoint::found_session> streamable_endpoint::find_session(conne
       case cluster::located::where::unavailable: {
         // Fails fast (the client says why at once) and says when to come back.
         std::string why = "Service Unavailable: the session store (Redis) cannot be reached (";
-        why.append(st_.peers->redis_on(c.home().index)->last_failure()).append("); try again shortly");
+        why.append(st_.peers->store_failure(c.home().index)).append("); try again shortly");
         out.answered = co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
         co_return out;
       }
@@ -414,7 +414,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
         const cluster::task_location where = co_await st_.peers->locate_task(c.home().index, *task_id);
         if (where.is == cluster::task_location::where::unavailable) {
           std::string why = "Service Unavailable: the task store (Redis) cannot be reached (";
-          why.append(st_.peers->redis_on(c.home().index)->last_failure()).append("); try again shortly");
+          why.append(st_.peers->store_failure(c.home().index)).append("); try again shortly");
           co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
         }
         if (where.is == cluster::task_location::where::here) break;

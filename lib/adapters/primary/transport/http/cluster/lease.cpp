@@ -15,33 +15,15 @@
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/use_task.hpp>
 
-#include "endpoints.hpp"
-#include "responses.hpp"
-#include "stream.hpp"
+#include "adapters/primary/transport/http/endpoints.hpp"
+#include "adapters/primary/transport/http/responses.hpp"
+#include "adapters/primary/transport/http/stream.hpp"
 
 namespace droid::http::detail {
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// A member back from a lapse asks of each session it holds: KEYS[1] the record; ARGV:
-/// this member, its epoch. 1 still ours (its time to live is left as it is), 2 no record
-/// (to be written again), 0 another's.
-constexpr std::string_view claim_script = R"(
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then return 2 end
-if owner == ARGV[1] and (redis.call('HGET', KEYS[1], 'epoch') or '0') == ARGV[2] then return 1 end
-return 0
-)";
-
-/// The same for a task: KEYS[1] its record; ARGV[1] this member.
-constexpr std::string_view claim_task_script = R"(
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then return 2 end
-if owner == ARGV[1] then return 1 end
-return 0
-)";
 
 }  // namespace
 
@@ -113,13 +95,11 @@ task<void> cluster::renew() {
   }
   // A member that cannot hear its inbox does not renew: requests would reach it and be
   // lost, so it lets its lease run out and is taken for gone instead.
-  if (!inbox_->connected()) co_return;
+  if (!store_->inbox_connected()) co_return;
   const std::int64_t sent = now_ns();
-  auto set = clients_.front()->command({"SET", opts_.key_prefix + "i:" + member_, "1", "XX", "PX",
-                                        std::to_string(opts_.instance_ttl.count())});
-  auto r = co_await set;
-  if (!r || r->is_error()) co_return;  // unconfirmed: the lease runs out by itself
-  if (r->is_nil()) {
+  const shared_store::renewal r = co_await store_->renew_lease(member_, opts_.instance_ttl);
+  if (r == shared_store::renewal::unavailable) co_return;  // unconfirmed: the lease runs out by itself
+  if (r == shared_store::renewal::gone) {
     co_await recover();  // gone (expired, or a Redis that lost it)
     co_return;
   }
@@ -159,38 +139,42 @@ task<void> cluster::recover() {
     bool& flag;
     ~done_guard() { flag = false; }
   } guard{recovery_running_};
-  redis::client& c = *clients_.front();
   const std::int64_t sent = now_ns();
-  auto set = c.command({"SET", opts_.key_prefix + "i:" + member_, "1", "PX", std::to_string(opts_.instance_ttl.count())});
-  auto taken = co_await set;
-  if (!taken || taken->is_error()) co_return;  // the next heartbeat tries again
+  const bool taken = co_await store_->take_lease(member_, opts_.instance_ttl);
+  if (!taken) co_return;  // the next heartbeat tries again
   // From here nobody can take what still names this member; what names another is theirs.
-  for (const std::shared_ptr<session_entry>& e : st_.sessions.snapshot()) {
+  // One round trip asks about everything held.
+  std::vector<std::shared_ptr<session_entry>> held;
+  std::vector<std::pair<std::string, std::uint64_t>> sessions;
+  for (std::shared_ptr<session_entry>& e : st_.sessions.snapshot()) {
     if (e->legacy) continue;
-    auto claim = c.command({"EVAL", claim_script, "1", opts_.key_prefix + "s:" + e->id, member_, std::to_string(e->epoch)});
-    auto mine = co_await claim;
-    if (!mine || mine->is_error()) co_return;
-    if (mine->integer == 0) give_up(e->id);
-    if (mine->integer == 2) write_record(e);
+    sessions.emplace_back(e->id, e->epoch);
+    held.push_back(std::move(e));
   }
-  if (tasks_) {
-    for (const std::string& id : tasks_->held()) {
-      auto claim = c.command({"EVAL", claim_task_script, "1", opts_.key_prefix + "t:" + id, member_});
-      auto mine = co_await claim;
-      if (!mine || mine->is_error()) co_return;
-      if (mine->integer == 2) tasks_->republish(id);
-      if (mine->integer != 0) continue;
-      // Adopted by another instance (and reported failed there): stopped here, unsaid.
-      tasks_->drop(id);
-      droid::detail::core(st_.srv).tasks().stop_tool(id);
-    }
+  std::vector<std::string> task_ids = tasks_ ? tasks_->held() : std::vector<std::string>{};
+  const std::optional<std::vector<shared_store::claim>> claims =
+      co_await store_->claim_all(member_, std::move(sessions), task_ids);
+  if (!claims) co_return;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    if ((*claims)[i] == shared_store::claim::another) give_up(held[i]->id);
+    if ((*claims)[i] == shared_store::claim::missing) write_record(held[i]);
+  }
+  for (std::size_t i = 0; i < task_ids.size(); ++i) {
+    const shared_store::claim mine = (*claims)[held.size() + i];
+    if (mine == shared_store::claim::missing) tasks_->republish(task_ids[i]);
+    if (mine != shared_store::claim::another) continue;
+    // Adopted by another instance (and reported failed there): stopped here, unsaid.
+    tasks_->drop(task_ids[i]);
+    droid::detail::core(st_.srv).tasks().stop_tool(task_ids[i]);
   }
   // Everything published to the inbox before the mark is refused (it arrives while this
   // member is still recovering); what is published after it is served.
   const std::uint64_t mark = ++marks_sent_;
-  auto publish = c.command({"PUBLISH", opts_.key_prefix + "c:" + member_, encode_fields({"mark", member_, std::to_string(mark)})});
-  auto heard = co_await publish;
-  if (!heard || heard->is_error() || heard->integer < 1) co_return;
+  // Named: g++ 12 cannot keep a braced list's array alive across a co_await in the same
+  // full expression.
+  std::string mark_message = encode_fields({"mark", member_, std::to_string(mark)});
+  const std::optional<std::int64_t> heard = co_await store_->publish(0, member_, std::move(mark_message));
+  if (!heard || *heard < 1) co_return;
   const auto until = clock_type::now() + opts_.redis_timeout;
   while (marks_seen_ < mark) {
     if (clock_type::now() >= until) co_return;

@@ -21,9 +21,9 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/mcp/schema.hpp>
 
-#include "endpoints.hpp"
-#include "responses.hpp"
-#include "stream.hpp"
+#include "adapters/primary/transport/http/endpoints.hpp"
+#include "adapters/primary/transport/http/responses.hpp"
+#include "adapters/primary/transport/http/stream.hpp"
 
 namespace droid::http::detail {
 
@@ -57,72 +57,6 @@ std::uint64_t to_u64(std::string_view s) {
   (void)std::from_chars(s.data(), s.data() + s.size(), v);
   return v;
 }
-
-/// Swaps a session's owner from `ARGV[1]` to `ARGV[2]` if it is still `ARGV[1]` and that
-/// owner's lease (`KEYS[2]`) is gone, bumping its epoch; returns the new epoch, -1 when
-/// another instance got there first, -2 when the owner's lease is still current. Why the
-/// lease is checked here and not before: between a check and a swap the owner could come
-/// back; inside one script nothing comes between.
-///
-/// A record that names the caller already (a session it gave up, or that another of its
-/// own requests is taking over this very moment) is taken at its epoch, not a new one:
-/// two requests of one member racing for one session must end with one epoch, the one
-/// their session entry holds, or the member's next write would be refused as stale.
-constexpr std::string_view takeover_script = R"(
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
-if ARGV[1] == ARGV[2] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then return -2 end
-redis.call('HSET', KEYS[1], 'owner', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
-)";
-
-/// Every write of a session's record: KEYS[1] the record; ARGV: this member, its epoch of
-/// the session, the time to live, then field and value pairs. Writes only while the
-/// record names this member at this epoch, or there is no record (a new session, or a
-/// Redis that lost it); 1 written, 0 refused (the session is another's now).
-constexpr std::string_view write_record_script = R"(
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if owner then
-  if owner ~= ARGV[1] then return 0 end
-  if (redis.call('HGET', KEYS[1], 'epoch') or '0') ~= ARGV[2] then return 0 end
-end
-redis.call('HSET', KEYS[1], 'epoch', ARGV[2], unpack(ARGV, 4))
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-)";
-
-/// Ends a session's keys at once (DELETE): KEYS[1] the record, KEYS[2] the set of its
-/// stream numbers; ARGV: this member, the key prefixes of its streams ("P e:ID:" and
-/// "P r:ID:"), its epoch (the standalone stream is kept per epoch).
-/// Only the owner's delete counts (a member whose lease lapsed must not end a session
-/// another took over).
-constexpr std::string_view forget_script = R"(
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if owner and owner ~= ARGV[1] then return 0 end
-for _, n in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  redis.call('DEL', ARGV[2] .. n, ARGV[3] .. n)
-end
-for e = 0, tonumber(ARGV[4]) do redis.call('DEL', ARGV[2] .. '0.' .. e) end
-redis.call('DEL', KEYS[1], KEYS[2])
-return 1
-)";
-
-/// Takes task `KEYS[1]` over from `ARGV[1]` (whose lease is `KEYS[2]`) for `ARGV[2]`:
-/// returns its record's JSON, or nil when its owner is another now or its lease is current.
-constexpr std::string_view adopt_task_script = R"(
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return false end
-if redis.call('EXISTS', KEYS[2]) == 1 then return false end
-redis.call('HSET', KEYS[1], 'owner', ARGV[2])
-return redis.call('HGET', KEYS[1], 'record')
-)";
-
-/// The Redis client of the shard this thread runs (null on other threads). Why: the task
-/// store is called on whichever shard runs the request, and each shard has its own client.
-thread_local redis::client* shard_client = nullptr;
 
 /// Set while this thread tells local clients of a change another instance announced, so
 /// that the announcement is not sent back out (and round again, forever).
@@ -189,78 +123,16 @@ bool decode_fields(std::string_view text, std::vector<std::string_view>& out) {
   return !out.empty();
 }
 
-// ---- records -----------------------------------------------------------------------------
-
-std::vector<std::string> record_fields(const session_record& r) {
-  const session_state& s = r.state;
-  boost::json::array subs;
-  for (const std::string& uri : s.subscriptions) subs.emplace_back(uri);
-  return {"owner",     r.owner,
-          "version",   s.protocol_version,
-          "client",    boost::json::serialize(s.client_info),
-          "caps",      boost::json::serialize(s.capabilities),
-          "level",     s.min_log_level ? std::string(to_string(*s.min_log_level)) : std::string(),
-          "subs",      boost::json::serialize(subs),
-          "principal", s.principal,
-          "tools",     s.tools_advertised ? "1" : "0"};
-}
-
-bool parse_record(const redis::reply& hash, session_record& out) {
-  if (hash.type != redis::reply::kind::array || hash.elements.size() % 2 != 0) return false;
-  bool have_owner = false, have_version = false;
-  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
-    const std::string& k = hash.elements[i].str;
-    const std::string& v = hash.elements[i + 1].str;
-    // Everything read back goes through the same exact parser as every message (the
-    // record was written by an instance of ours, but Redis is not ours alone).
-    const auto object = [&](boost::json::object& into) {
-      boost::json::value parsed;
-      if (parse_exact(v, parsed) && parsed.is_object()) into = std::move(parsed.as_object());
-    };
-    if (k == "owner") {
-      out.owner = v;
-      have_owner = true;
-    } else if (k == "epoch") {
-      out.epoch = to_u64(v);
-    } else if (k == "version") {
-      out.state.protocol_version = v;
-      have_version = true;
-    } else if (k == "client") {
-      object(out.state.client_info);
-    } else if (k == "caps") {
-      object(out.state.capabilities);
-    } else if (k == "level") {
-      log_level level{};
-      if (parse_log_level(v, level)) out.state.min_log_level = level;
-    } else if (k == "subs") {
-      boost::json::value parsed;
-      if (parse_exact(v, parsed) && parsed.is_array())
-        for (const auto& uri : parsed.as_array())
-          if (uri.is_string()) out.state.subscriptions.emplace_back(uri.as_string());
-    } else if (k == "principal") {
-      out.state.principal = v;
-    } else if (k == "tools") {
-      out.state.tools_advertised = v == "1";
-    }
-  }
-  return have_owner && have_version;
-}
-
 // ---- cluster -----------------------------------------------------------------------------
 
-cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards)
+cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards,
+                 std::shared_ptr<shared_store> store)
     : st_(st),
       opts_(o),
       name_(o.instance_id.empty() ? default_instance_name() : o.instance_id),
       member_(name_ + "#" + new_incarnation()),
-      shards_(std::move(shards)) {
-  std::string error;
-  auto where = redis::parse_url(opts_.redis_url, error);
-  if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
-  redis::client_options co;
-  co.where = *where;
-  co.command_timeout = opts_.redis_timeout;
-  co.connect_timeout = opts_.redis_timeout;
+      shards_(std::move(shards)),
+      store_(std::move(store)) {
   // The lease must be renewed, with a beat to spare, before it may have ended (see
   // lease_span_ns): a heartbeat past that would fence the instance between two beats.
   if (opts_.heartbeat.count() <= 0 || 2 * opts_.heartbeat >= opts_.instance_ttl - opts_.instance_ttl / 5)
@@ -271,43 +143,26 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
   // in it would be one nobody could reply to.
   if (name_.find_first_of(" \r\n") != std::string::npos)
     throw std::invalid_argument("http::options::cluster.instance_id must not contain spaces or line breaks");
-  for (const auto& ex : shards_) clients_.push_back(redis::client::create(ex, co));
-  inbox_ = redis::client::create(shards_.front(), co);
   droid::detail::task_engine& engine = droid::detail::core(st_.srv).tasks();
   if (engine.memory()) {
-    // Written through from the shard that changes a task; from another thread (a tool's
-    // own), through shard 0.
-    std::weak_ptr<redis::client> first = clients_.front();
-    asio::any_io_executor home = shards_.front();
-    tasks_ = std::make_shared<redis::shared_task_store>(
-        engine.memory(), member_, opts_.key_prefix, [first, home](std::vector<std::string> command) {
-          if (shard_client) {
-            (void)shard_client->send(command);
-            return;
-          }
-          asio::post(home, [first, command = std::move(command)] {
-            if (auto c = first.lock()) (void)c->send(command);
-          });
-        });
+    tasks_ = store_->share_tasks(engine.memory(), member_);
     engine.wrap_store(tasks_);
   }
 }
 
 void cluster::start() {
   auto self = shared_from_this();
-  for (std::size_t i = 0; i < shards_.size(); ++i)
-    asio::dispatch(shards_[i], [self, i] { shard_client = self->clients_[i].get(); });
+  // Weak: the store belongs to the cluster, and a strong reference back would keep both
+  // alive forever.
+  store_->start(
+      member_,
+      [weak = std::weak_ptr<cluster>(self)](std::string_view channel, std::string_view payload) {
+        if (auto c = weak.lock()) c->on_message(channel, payload);
+      },
+      [weak = std::weak_ptr<cluster>(self)] {
+        if (auto c = weak.lock()) c->inbox_lost();
+      });
   asio::dispatch(shards_.front(), [self] {
-    // Weak: the inbox belongs to the cluster, and a strong reference back would keep
-    // both alive forever.
-    self->inbox_->on_message([weak = std::weak_ptr<cluster>(self)](std::string_view channel, std::string_view payload) {
-      if (auto c = weak.lock()) c->on_message(channel, payload);
-    });
-    self->inbox_->on_lost([weak = std::weak_ptr<cluster>(self)] {
-      if (auto c = weak.lock()) c->inbox_lost();
-    });
-    self->inbox_->subscribe(self->opts_.key_prefix + "c:" + self->member_);
-    self->inbox_->subscribe(self->opts_.key_prefix + "all");
     self->heartbeat_.emplace(self->shards_.front());
     self->beat();
   });
@@ -319,8 +174,7 @@ void cluster::start() {
       // The sender's name goes first, so that it can ignore its own announcement.
       std::vector<std::string_view> f;
       if (!decode_fields(what, f)) return;
-      const std::string payload = encode_fields({f[0], c->member_, f[1]});
-      (void)c->clients_.front()->send({"PUBLISH", c->opts_.key_prefix + "all", payload});
+      c->store_->post_all(0, encode_fields({f[0], c->member_, f[1]}));
     });
   });
   droid::detail::core(st_.srv).listen(fanout_);
@@ -328,11 +182,8 @@ void cluster::start() {
 
 void cluster::beat() {
   if (stopping_) return;
-  redis::client& r = *clients_.front();
-  (void)r.send({"PUBLISH", opts_.key_prefix + "all", encode_fields({"hb", member_})});
-  // A subscribed connection has no traffic of its own: a PING is what finds one that
-  // died without a word (its watchdog then times it out).
-  (void)inbox_->send({"PING"});
+  store_->post_all(0, encode_fields({"hb", member_}));
+  store_->probe_inbox();
   // Each holds the cluster while it waits for Redis: a stop in between must not leave it
   // resuming into a cluster that is gone.
   const auto holding = [](std::shared_ptr<cluster> self, task<void> (cluster::*step)()) -> task<void> {
@@ -354,36 +205,17 @@ void cluster::stop() {
   auto self = shared_from_this();
   asio::dispatch(shards_.front(), [self] {
     if (self->heartbeat_) self->heartbeat_->cancel();
-    redis::client& r = *self->clients_.front();
-    (void)r.send({"DEL", self->opts_.key_prefix + "i:" + self->member_});
-    (void)r.send({"PUBLISH", self->opts_.key_prefix + "all", encode_fields({"bye", self->member_})});
-    self->inbox_->close();
+    self->store_->leave(self->member_);
+    self->store_->post_all(0, encode_fields({"bye", self->member_}));
   });
-  for (std::size_t i = 0; i < shards_.size(); ++i) {
-    asio::post(shards_[i], [] { shard_client = nullptr; });
-    // Behind what the shard has queued, so that the goodbye above is written first
-    // (the client flushes what it holds before its close takes effect on the socket
-    // only if the write was started: the post gives it that turn).
-    asio::post(shards_[i], [self, i] { asio::post(self->shards_[i], [self, i] { self->clients_[i]->close(); }); });
-  }
+  store_->stop();
 }
 
 std::unique_ptr<event_store> cluster::make_store(const session_entry& e) const {
   const options& o = st_.opts;
   if (o.reply == streaming::json || o.event_ring_capacity == 0) return nullptr;
-  return std::make_unique<redis::redis_event_store>(
-      clients_[e.shard], keys_of(e.id, e.epoch),
-      std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes));
-}
-
-redis::stream_keys cluster::keys_of(const std::string& id, std::uint64_t epoch) const {
-  redis::stream_keys k;
-  k.prefix = opts_.key_prefix;
-  k.session = id;
-  k.epoch = epoch;
-  k.ttl = st_.opts.session_idle_timeout;
-  k.max_events = std::max<std::size_t>(st_.opts.event_ring_capacity, 16);
-  return k;
+  return store_->session_events(e.shard, e.id, e.epoch,
+                                std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes));
 }
 
 void cluster::own(const std::shared_ptr<session_entry>& e) {
@@ -400,22 +232,16 @@ void cluster::write_record(const std::shared_ptr<session_entry>& e) {
     if (entry->s->is_closed() || !entry->s->is_initialized()) return;
     session_record r;
     r.owner = self->member_;
+    r.epoch = entry->epoch;
     r.state = entry->s->state();
-    std::vector<std::string> cmd{"EVAL", std::string(write_record_script), "1", self->opts_.key_prefix + "s:" + entry->id,
-                                 self->member_, std::to_string(entry->epoch),
-                                 std::to_string(self->st_.opts.session_idle_timeout.count())};
-    for (std::string& f : record_fields(r)) cmd.push_back(std::move(f));
     entry->record_touched = now_ns();
-    const auto write = [](std::shared_ptr<cluster> self, std::shared_ptr<redis::client> c, std::string id,
-                          std::vector<std::string> cmd) -> task<void> {
-      auto w = c->command(cmd);
-      auto written = co_await w;
-      // A barrier behind this write (a new session's acknowledgement) must see it fail.
-      if (!written || written->is_error()) c->count_failed_write();
-      else if (written->integer == 0) self->give_up(id);  // another member's now
+    const auto write = [](std::shared_ptr<cluster> self, std::size_t shard, std::string id,
+                          session_record r) -> task<void> {
+      const std::chrono::milliseconds ttl = self->st_.opts.session_idle_timeout;
+      const shared_store::write_outcome written = co_await self->store_->write_session(shard, id, std::move(r), ttl);
+      if (written == shared_store::write_outcome::refused) self->give_up(id);  // another member's now
     };
-    spawn(entry->executor, write(self, self->clients_[entry->shard], entry->id, std::move(cmd)),
-          [](std::exception_ptr) {});
+    spawn(entry->executor, write(self, entry->shard, entry->id, std::move(r)), [](std::exception_ptr) {});
   });
 }
 
@@ -428,8 +254,7 @@ void cluster::touch(session_entry& e) {
   std::int64_t last = e.record_touched.load();
   if (now - last < period || !e.record_touched.compare_exchange_strong(last, now)) return;
   asio::dispatch(e.executor, [self = shared_from_this(), id = e.id, shard = e.shard] {
-    (void)self->clients_[shard]->send({"PEXPIRE", self->opts_.key_prefix + "s:" + id,
-                                       std::to_string(self->st_.opts.session_idle_timeout.count())});
+    self->store_->touch_session(shard, id, self->st_.opts.session_idle_timeout);
   });
 }
 
@@ -442,9 +267,7 @@ void cluster::forget(const session_entry& e) {
 }
 
 void cluster::forget_id(std::size_t shard, const std::string& id, std::uint64_t epoch) {
-  const std::string& p = opts_.key_prefix;
-  (void)clients_[shard]->send({"EVAL", forget_script, "2", p + "s:" + id, p + "x:" + id, member_, p + "e:" + id + ":",
-                               p + "r:" + id + ":", std::to_string(epoch)});
+  store_->forget_session(shard, id, member_, epoch);
 }
 
 task<bool> cluster::alive(std::size_t shard, std::string owner) {
@@ -454,12 +277,9 @@ task<bool> cluster::alive(std::size_t shard, std::string owner) {
     const auto now = clock_type::now();
     if (auto it = seen_.find(owner); it != seen_.end() && now - it->second < opts_.instance_ttl) co_return true;
   }
-  // The awaiter is named: g++ 12 cannot keep a braced list's array alive across a
-  // co_await in the same full expression.
-  auto exists = clients_[shard]->command({"EXISTS", opts_.key_prefix + "i:" + owner});
-  auto r = co_await exists;
-  // Redis down: the owner cannot be judged dead, so nothing is taken over.
-  co_return !r || r->integer == 1;
+  const std::optional<bool> lease = co_await store_->lease_exists(shard, owner);
+  // The store down: the owner cannot be judged dead, so nothing is taken over.
+  co_return !lease || *lease;
 }
 
 task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor executor, std::string id) {
@@ -479,16 +299,14 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
       }
     }
   }
-  const std::string key = opts_.key_prefix + "s:" + id;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto get = clients_[shard]->command({"HGETALL", key});
-    auto hash = co_await get;
-    if (!hash || hash->is_error()) {
+    shared_store::found_session found = co_await store_->read_session(shard, id);
+    if (found.is == shared_store::found_session::what::unavailable) {
       out.is = located::where::unavailable;
       co_return out;
     }
-    session_record record;
-    if (hash->elements.empty() || !parse_record(*hash, record)) co_return out;  // nowhere
+    if (found.is == shared_store::found_session::what::none) co_return out;  // nowhere
+    session_record& record = found.record;
     const auto remote = [&] {
       out.is = located::where::remote;
       out.owner = record.owner;
@@ -513,21 +331,19 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
       remote();
       co_return out;
     }
-    // Not heard from lately: taken over if its lease is gone (the script checks), unless
-    // another instance did just now.
-    const std::string ttl = std::to_string(st_.opts.session_idle_timeout.count());
-    auto swap = clients_[shard]->command(
-        {"EVAL", takeover_script, "2", key, opts_.key_prefix + "i:" + record.owner, record.owner, member_, ttl});
-    auto epoch = co_await swap;
-    if (!epoch || epoch->is_error()) {
+    // Not heard from lately: taken over if its lease is gone (checked in the same step as
+    // the swap), unless another instance did just now.
+    const shared_store::takeover swap =
+        co_await store_->take_over(shard, id, record.owner, member_, st_.opts.session_idle_timeout);
+    if (swap.is == shared_store::takeover::what::unavailable) {
       out.is = located::where::unavailable;
       co_return out;
     }
-    if (epoch->integer == -2) {
+    if (swap.is == shared_store::takeover::what::owner_current) {
       remote();  // its lease is current: it is alive, only quiet
       co_return out;
     }
-    if (epoch->integer < 0) continue;  // someone else took it: look again
+    if (swap.is == shared_store::takeover::what::raced) continue;  // someone else took it: look again
     // Another request of ours may have taken it over a moment ago, on another shard.
     if (auto existing = st_.sessions.find(id)) {
       out.is = located::where::here;
@@ -538,7 +354,7 @@ task<cluster::located> cluster::locate(std::size_t shard, asio::any_io_executor 
     entry->id = id;
     entry->executor = executor;
     entry->shard = shard;
-    entry->epoch = static_cast<std::uint64_t>(epoch->integer);
+    entry->epoch = swap.epoch;
     // Streams numbered after every earlier owner's: a client resuming an old stream
     // names a number below this, which only Redis has.
     entry->next_stream = entry->epoch << 32;
@@ -616,10 +432,9 @@ void cluster::stop_relay(const std::string& key) {
 }
 
 task<cluster::delivery> cluster::send_to(std::size_t shard, std::string owner, std::string payload) {
-  auto publish = clients_[shard]->command({"PUBLISH", opts_.key_prefix + "c:" + owner, payload});
-  auto r = co_await publish;
-  if (!r || r->type != redis::reply::kind::integer) co_return delivery::unavailable;
-  co_return r->integer > 0 ? delivery::delivered : delivery::nobody;
+  const std::optional<std::int64_t> heard = co_await store_->publish(shard, std::move(owner), std::move(payload));
+  if (!heard) co_return delivery::unavailable;
+  co_return *heard > 0 ? delivery::delivered : delivery::nobody;
 }
 
 task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, std::string payload) {
@@ -627,10 +442,9 @@ task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, s
   for (;;) {
     const delivery told = co_await send_to(shard, owner, payload);
     if (told != delivery::nobody) co_return told;
-    auto exists = clients_[shard]->command({"EXISTS", opts_.key_prefix + "i:" + owner});
-    auto lease = co_await exists;
-    if (!lease || lease->is_error()) co_return delivery::unavailable;
-    if (lease->integer == 0) co_return delivery::nobody;  // gone for good: look again
+    const std::optional<bool> lease = co_await store_->lease_exists(shard, owner);
+    if (!lease) co_return delivery::unavailable;
+    if (!*lease) co_return delivery::nobody;  // gone for good: look again
     if (clock_type::now() >= until) co_return delivery::unavailable;
     asio::steady_timer pause(shards_[shard], std::min<clock_type::duration>(opts_.heartbeat / 4, std::chrono::milliseconds(50)));
     (void)co_await pause.async_wait(use_task);
@@ -655,22 +469,12 @@ void cluster::stop_unkept_tasks(std::vector<sse_event>& answers) {
 
 void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_sink> sink, bool refuse_unwritten,
                                   std::function<void(std::vector<sse_event>&)> on_refused) {
-  const auto barrier = [](std::shared_ptr<redis::client> c, std::shared_ptr<response_sink> s, bool refuse,
-                          std::function<void(std::vector<sse_event>&)> refused) -> task<void> {
-    // Every write queued before the PING is answered before it (one connection answers in
-    // order). A write refused meanwhile (out of memory under `noeviction`, a read-only
-    // replica) counts in failed_writes(): the answer is then refused too, because what it
-    // names may not be in Redis. Another write refused in the same moment refuses it as
-    // well: an acknowledgement is never given for what may be missing.
-    const std::uint64_t failed_before = c->failed_writes();
-    auto ping = c->command({"PING"});
-    auto pong = co_await ping;
-    if (refuse && (!pong || pong->is_error() || c->failed_writes() != failed_before)) {
+  const auto barrier = [](std::shared_ptr<cluster> self, std::size_t shard, std::shared_ptr<response_sink> s,
+                          bool refuse, std::function<void(std::vector<sse_event>&)> refused) -> task<void> {
+    const std::optional<std::string> missing = co_await self->store_->written(shard);
+    if (refuse && missing) {
       std::string why = "Service Unavailable: the shared store (Redis) did not take this server's write (";
-      why.append(!pong ? (c->last_failure().empty() ? std::string("unreachable") : c->last_failure())
-                 : pong->is_error() ? pong->str
-                                    : std::string("it refused a write"))
-          .append("); nothing was kept, try again shortly");
+      why.append(*missing).append("); nothing was kept, try again shortly");
       if (refused) {
         std::vector<sse_event> held;
         s->drain(held);
@@ -682,7 +486,7 @@ void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_si
     }
     s->release();
   };
-  spawn(shards_[shard], barrier(clients_[shard], std::move(sink), refuse_unwritten, std::move(on_refused)),
+  spawn(shards_[shard], barrier(shared_from_this(), shard, std::move(sink), refuse_unwritten, std::move(on_refused)),
         [](std::exception_ptr) {});
 }
 
@@ -709,7 +513,7 @@ void cluster::refuse_forward(std::size_t shard, std::string_view asker, std::str
 }
 
 void cluster::post_to(std::size_t shard, const std::string& owner, const std::string& payload) {
-  (void)clients_[shard]->send({"PUBLISH", opts_.key_prefix + "c:" + owner, payload});
+  store_->post(shard, owner, payload);
 }
 
 void cluster::on_message(std::string_view channel, std::string_view payload) {
@@ -897,9 +701,8 @@ task<void> cluster::sweep() {
     // Its lease, not its heartbeats: only a lease that is gone says that the owner has
     // stopped (it fences itself before the lease can end), so that nothing told to the
     // client below can be contradicted by the owner afterwards.
-    auto exists = clients_.front()->command({"EXISTS", opts_.key_prefix + "i:" + owner});
-    auto lease = co_await exists;
-    if (!lease || lease->is_error() || lease->integer != 0) continue;
+    const std::optional<bool> lease = co_await store_->lease_exists(0, owner);
+    if (!lease || *lease) continue;
     std::vector<doomed> gone;
     {
       std::lock_guard lock(mutex_);
@@ -933,57 +736,54 @@ task<void> cluster::sweep() {
 task<cluster::task_location> cluster::locate_task(std::size_t shard, std::string id) {
   task_location out;
   if (!tasks_ || tasks_->holds(id)) co_return out;
-  // The owner alone: the record (a result may be large) is read only by the script that
+  // The owner alone: the record (a result may be large) is read only by the step that
   // adopts the task.
-  auto get = clients_[shard]->command({"HGET", opts_.key_prefix + "t:" + id, "owner"});
-  auto found = co_await get;
-  if (!found || found->is_error()) {
+  shared_store::found_task found = co_await store_->task_owner(shard, id);
+  if (found.is == shared_store::found_task::what::unavailable) {
     out.is = task_location::where::unavailable;
     co_return out;
   }
-  std::string owner = found->type == redis::reply::kind::string ? found->str : std::string();
-  if (owner.empty() || owner == member_) co_return out;  // unknown: answered here, "not found"
-  if (co_await alive(shard, owner)) {
+  if (found.is == shared_store::found_task::what::none || found.owner == member_)
+    co_return out;  // unknown: answered here, "not found"
+  if (co_await alive(shard, found.owner)) {
     out.is = task_location::where::remote;
-    out.owner = std::move(owner);
+    out.owner = std::move(found.owner);
     co_return out;
   }
-  // Adopted only if its owner's lease is gone (in one script with the swap, as a session).
-  auto adopt = clients_[shard]->command(
-      {"EVAL", adopt_task_script, "2", opts_.key_prefix + "t:" + id, opts_.key_prefix + "i:" + owner, owner, member_});
-  auto adopted = co_await adopt;
-  if (!adopted || adopted->is_error()) {
+  // Adopted only if its owner's lease is gone (in one step with the swap, as a session).
+  shared_store::adoption adopted = co_await store_->adopt_task(shard, id, found.owner, member_);
+  if (adopted.is == shared_store::adoption::what::unavailable) {
     out.is = task_location::where::unavailable;
     co_return out;
   }
-  if (adopted->type != redis::reply::kind::string) {
+  if (adopted.is == shared_store::adoption::what::refused) {
     out.is = task_location::where::remote;  // its owner is current after all (or another adopted it)
-    out.owner = std::move(owner);
+    out.owner = std::move(found.owner);
     co_return out;
   }
-  if (std::optional<task_record> r = redis::parse_task_record(adopted->str))
-    tasks_->adopt(std::move(*r), "The server instance running this task stopped before it finished.");
+  if (adopted.record)
+    tasks_->adopt(std::move(*adopted.record), "The server instance running this task stopped before it finished.");
   co_return out;
 }
 
 task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_entry> e, std::uint64_t number,
                                    std::uint64_t after, std::shared_ptr<response_sink> sink) {
-  const redis::stream_keys keys = keys_of(e->id, 0);
-  redis::stored_stream stored;
-  const redis::read_outcome outcome = co_await redis::read_stream(clients_[shard], keys, number, after, stored);
-  if (outcome != redis::read_outcome::ok) co_return false;
+  stored_stream stored;
+  const shared_store::read_outcome outcome = co_await store_->read_stream(shard, e->id, number, after, stored);
+  if (outcome != shared_store::read_outcome::ok) co_return false;
   for (auto& [seq, data] : stored.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
   if (!stored.ended && !stored.request_id_json.empty()) {
     // Its owner died with the request unanswered (the stream is below this owner's
     // epoch, so no live instance writes it): end it with an error, once for everyone.
     std::string body = stopped_error(stored.request_id_json);
-    auto ended = co_await redis::end_stream(clients_[shard], keys, number, stored.last, body);
-    if (ended == redis::end_outcome::ended) {
+    const shared_store::end_outcome ended = co_await store_->end_stream(shard, e->id, number, stored.last, body);
+    if (ended == shared_store::end_outcome::ended) {
       sink->push(sse_event{event_id(number, stored.last + 1), std::move(body)});
     } else {
       // Someone ended it first: read what they wrote.
-      redis::stored_stream again;
-      if (co_await redis::read_stream(clients_[shard], keys, number, stored.last, again) == redis::read_outcome::ok)
+      stored_stream again;
+      const shared_store::read_outcome read = co_await store_->read_stream(shard, e->id, number, stored.last, again);
+      if (read == shared_store::read_outcome::ok)
         for (auto& [seq, data] : again.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
     }
   }

@@ -17,7 +17,7 @@
 /// as for a connection of its own (priming event, verdict, recording, detaching), and
 /// the relay is to the sink what a connection is: the one coroutine that drains it.
 #include "application/server/server_core.hpp"
-#include "endpoints.hpp"
+#include "adapters/primary/transport/http/endpoints.hpp"
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
@@ -36,8 +36,8 @@
 #include <boost/json/serialize.hpp>
 
 #include "cluster.hpp"
-#include "connection.hpp"
-#include "responses.hpp"
+#include "adapters/primary/transport/http/connection.hpp"
+#include "adapters/primary/transport/http/responses.hpp"
 
 namespace droid::http::detail {
 

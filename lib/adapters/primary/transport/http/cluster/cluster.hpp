@@ -6,24 +6,17 @@
 /// Primary adapter, private. The rule it keeps: a session has one owner, the instance
 /// whose session table holds it and whose shard runs its frames; nothing that cannot
 /// move (a suspended tool, an exchange waiting for the client) ever moves. What can is
-/// in Redis:
-///
-///     P s:ID        the session's record (session_state, owner, epoch), a hash with the
-///                   session's idle time to live, refreshed on use
-///     P i:MEMBER    a member's lease, a key that expires unless renewed (MEMBER: the
-///                   instance's name and its incarnation, `member()`); cluster_lease.cpp
-///     P c:MEMBER    a member's inbox, a pub/sub channel
-///     P all         every instance's channel (heartbeats, departures, changes)
-///     P e:... r:... x:...  the session's events (redis_event_store.hpp)
-///     P t:ID        a task's record (redis_task_store.hpp)
+/// in the shared store (shared_store.hpp, the port this module reaches Redis through):
+/// each session's record (owner, epoch, state), each member's lease and inbox, the
+/// session streams and the task records.
 ///
 /// A request for a session that is not here goes one of three ways:
 ///
 ///     owner's lease current  ->  forwarded: "req" to the owner's inbox; the owner serves
 ///                                it through a relay sink that publishes its events back
 ///                                ("evs") to this instance, which writes them to
-///                                the client as if the session were here
-///     owner's lease gone     ->  taken over: a script swaps the record's owner to this
+///                                the client as if the session were here (forwarded.cpp)
+///     owner's lease gone     ->  taken over: one step swaps the record's owner to this
 ///                                member and raises its epoch, if the old owner's lease
 ///                                is still gone; the session is restored from the record
 ///                                and served here from then on
@@ -32,7 +25,7 @@
 /// Notifications and answers for a remote session are forwarded ("msg") and get 202 at
 /// once. A forwarded request whose owner's lease ends is ended here with an error
 /// response; one the owner does not take up within `forward_timeout` is abandoned (the
-/// owner confirms it never started) and looked for again.
+/// owner confirms it never started) and looked for again. The lease: lease.cpp.
 #pragma once
 
 #include <atomic>
@@ -54,10 +47,8 @@
 #include <droid/application/server/session.hpp>
 #include <droid/application/task.hpp>
 
-#include "adapters/secondary/redis/client.hpp"
-#include "adapters/secondary/redis/redis_event_store.hpp"
-#include "adapters/secondary/redis/redis_task_store.hpp"
-#include "sessions.hpp"
+#include "adapters/primary/transport/http/sessions.hpp"
+#include "shared_store.hpp"
 
 namespace droid::detail {
 class change_listener;
@@ -76,17 +67,6 @@ struct endpoint_state;
 /// did not make.
 [[nodiscard]] bool decode_fields(std::string_view text, std::vector<std::string_view>& out);
 
-/// A session's record as Redis keeps it.
-struct session_record {
-  std::string owner{};
-  std::uint64_t epoch = 0;
-  session_state state{};
-};
-/// The record's fields, for HSET.
-[[nodiscard]] std::vector<std::string> record_fields(const session_record& r);
-/// Reads a record from HGETALL's reply; false when it is not one.
-[[nodiscard]] bool parse_record(const redis::reply& hash, session_record& out);
-
 /// A forwarded request between its arrival and its start. Why: the asker may give up on
 /// a request the owner has not started (`forward_timeout`), and only one of the two may
 /// win: the owner's start, or the asker's abandonment, after which the request is looked
@@ -101,11 +81,24 @@ struct forward_gate {
   std::uint64_t stream = 0;
 };
 
-/// The listener's cluster membership. Affinity: each shard uses its own Redis client;
-/// the inbox is read on shard 0 and hands work to the shards it concerns.
+/// Makes the shared store of a listener's cluster: for `o` (its `redis_url`), the
+/// listener's `shards`, sessions idle for `session_ttl` at most and `max_events` kept per
+/// stream.
+using store_maker = std::function<std::shared_ptr<shared_store>(
+    const options::scale_out& o, std::vector<asio::any_io_executor> shards, std::chrono::milliseconds session_ttl,
+    std::size_t max_events)>;
+/// The maker every listener uses: the Redis store (listener.cpp), unless a test put an
+/// in-memory store in its place to drive the lease step by step. Set it before a
+/// listener is made, never while one starts.
+[[nodiscard]] store_maker& shared_store_maker();
+
+/// The listener's cluster membership. Affinity: each shard uses the store on its own
+/// thread; the inbox is read on shard 0 and hands work to the shards it concerns.
 class cluster : public std::enable_shared_from_this<cluster> {
  public:
-  cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards);
+  /// `store`: what the instances share (`store_maker`).
+  cluster(endpoint_state& st, const options::scale_out& o, std::vector<asio::any_io_executor> shards,
+          std::shared_ptr<shared_store> store);
 
   /// Connects every shard's client and the inbox, and starts the heartbeat.
   void start();
@@ -120,8 +113,8 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// reach it, and its previous life's sessions are taken over, not mistaken for its own.
   [[nodiscard]] const std::string& member() const noexcept { return member_; }
   [[nodiscard]] const options::scale_out& settings() const noexcept { return opts_; }
-  /// Shard `index`'s Redis client (use it on that shard only).
-  [[nodiscard]] const std::shared_ptr<redis::client>& redis_on(std::size_t index) const { return clients_[index]; }
+  /// Why the shared store failed on shard `index` last, for an error message.
+  [[nodiscard]] std::string store_failure(std::size_t index) const { return store_->last_failure(index); }
 
   // ---- sessions owned here --------------------------------------------------------------
   /// The event store of session `e` (on `e.shard`): the memory ring written behind to
@@ -248,9 +241,6 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// not run on with nobody to hear of it. `answers`: what the refused response held.
   void stop_unkept_tasks(std::vector<sse_event>& answers);
 
-  /// The keys of session `id`'s streams.
-  [[nodiscard]] redis::stream_keys keys_of(const std::string& id, std::uint64_t epoch) const;
-
   /// Serves messages forwarded here (called on shard 0, which reads the inbox).
   std::function<void(std::vector<std::string_view> fields)> on_request{};
 
@@ -299,8 +289,7 @@ class cluster : public std::enable_shared_from_this<cluster> {
   std::string name_;
   std::string member_;
   std::vector<asio::any_io_executor> shards_;
-  std::vector<std::shared_ptr<redis::client>> clients_;
-  std::shared_ptr<redis::client> inbox_;
+  std::shared_ptr<shared_store> store_;
   std::optional<asio::steady_timer> heartbeat_;
   std::atomic<bool> stopping_{false};
 
@@ -364,9 +353,9 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// Carries this server's change notifications (list_changed, resources/updated) to the
   /// other instances, whose clients are told as this instance's are.
   std::shared_ptr<droid::detail::change_listener> fanout_;
-  /// The server's task store, written through to Redis (null: the application's own
-  /// store, which is not shared).
-  std::shared_ptr<redis::shared_task_store> tasks_;
+  /// The server's task store, written through to the shared store (null: the
+  /// application's own store, which is not shared).
+  std::shared_ptr<shared_task_table> tasks_;
 };
 
 }  // namespace droid::http::detail
