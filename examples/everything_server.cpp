@@ -9,7 +9,7 @@
 ///     build/examples/everything-server            # stdio (the default)
 ///     build/examples/everything-server --stdio
 ///     build/examples/everything-server --http 127.0.0.1:8080 [--json-response] [--stateless] [--threads N]
-///                                      [--max-requests-per-address N]
+///                                      [--max-requests-per-address N] [--max-sessions-per-tenant N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
 ///                                      [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL]
 ///                                      [--diagnostics SECONDS] [--metrics]
@@ -355,6 +355,8 @@ int main(int argc, char** argv) {
       http.threads = static_cast<unsigned>(std::stoul(argv[++i]));
     } else if (arg == "--max-requests-per-address" && i + 1 < argc) {
       http.max_requests_per_address = std::stoul(argv[++i]);
+    } else if (arg == "--max-sessions-per-tenant" && i + 1 < argc) {
+      http.max_sessions_per_tenant = std::stoul(argv[++i]);
     } else if (arg == "--tls-cert" && i + 1 < argc) {
       http.tls_certificate_chain = argv[++i];
     } else if (arg == "--tls-key" && i + 1 < argc) {
@@ -381,7 +383,7 @@ int main(int argc, char** argv) {
       state_secret_file = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
-                   "                         [--max-requests-per-address N]\n"
+                   "                         [--max-requests-per-address N] [--max-sessions-per-tenant N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
                    "                         [--redis URL [--instance-id NAME]]]\n"
@@ -394,6 +396,9 @@ int main(int argc, char** argv) {
                    "  --max-requests-per-address N\n"
                    "                     requests and streams one client address may have open at once\n"
                    "                     (default 256; 0: no limit)\n"
+                   "  --max-sessions-per-tenant N\n"
+                   "                     sessions one principal (or, without authentication, one address)\n"
+                   "                     may hold at once (default 1000; 0: no share)\n"
                    "  --tls-cert FILE    HTTPS: the certificate chain (PEM, leaf first); SIGHUP reloads it\n"
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"

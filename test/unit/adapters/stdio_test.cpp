@@ -289,6 +289,22 @@ TEST_SUITE("adapters/stdio") {
     CHECK(f.finished);
   }
 
+  TEST_CASE("an answer larger than max_queued_bytes reaches a client that reads stdout") {
+    // The bound is on a backlog, not on one message: a client reading at full speed gets
+    // an answer of any size.
+    droid::stdio::options opts;
+    opts.max_queued_bytes = 64 * 1024;
+    pipes_fixture f(opts);
+    f.srv.tool("big", "Answers 1 MB", [](droid::tool_context&) -> droid::task<std::string> {
+      co_return std::string(1'000'000, 'b');
+    });
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}})" + "\n");
+    const auto out = f.lines(2);
+    REQUIRE(out.size() == 2);
+    CHECK(out[1].at("result").at("content").at(0).at("text").as_string().size() == 1'000'000);
+    CHECK_FALSE(f.finished);
+  }
+
   TEST_CASE("a closed output ends the run") {
     pipes_fixture f;
     ::close(f.from_server[0]);

@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 #include "checks.hpp"
 #include "connection.hpp"
@@ -60,6 +61,8 @@ std::string joined(const std::vector<std::string>& words) {
 
 }  // namespace
 
+request_limits::request_limits() : stripes_(std::make_shared<stripes>()) {}
+
 request_limits::slot::~slot() {
   if (!stripe_) return;
   std::lock_guard lock(stripe_->mutex);
@@ -67,7 +70,7 @@ request_limits::slot::~slot() {
 }
 
 request_limits::stripe& request_limits::stripe_of(const std::string& key) {
-  return stripes_[std::hash<std::string>{}(key) % stripes_.size()];
+  return (*stripes_)[std::hash<std::string>{}(key) % stripes_->size()];
 }
 
 bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
@@ -81,6 +84,7 @@ bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
   std::size_t& n = s.counts.try_emplace(std::move(key), 0).first->second;
   if (n >= limit) return false;
   ++n;
+  out.owner_ = stripes_;
   out.stripe_ = &s;
   out.count_ = &n;
   return true;
@@ -88,7 +92,7 @@ bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
 
 std::size_t request_limits::entries() {
   std::size_t n = 0;
-  for (stripe& s : stripes_) {
+  for (stripe& s : *stripes_) {
     std::lock_guard lock(s.mutex);
     n += s.counts.size();
   }
@@ -266,18 +270,32 @@ task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& 
   co_return std::nullopt;
 }
 
-bool auth_gate::take_slot(const connection& c, const caller& who, request_limits::slot& out) {
-  if (!who.principal.empty()) return limits_.acquire("p" + who.principal, opts_.max_requests_per_principal, out);
-  return limits_.acquire("a" + c.remote_address(), opts_.max_requests_per_address, out);
+const char* auth_gate::take_slot(const connection& c, caller& who) {
+  std::string address = "a" + c.remote_address();
+  who.tenant = who.principal.empty() ? address : "p" + who.principal;
+  who.slots = std::make_shared<request_slots>();
+  if (!who.principal.empty() &&
+      !limits_.acquire("p" + who.principal, opts_.max_requests_per_principal, who.slots->principal))
+    return "max_requests_per_principal";
+  if (!limits_.acquire(std::move(address), opts_.max_requests_per_address, who.slots->address))
+    return "max_requests_per_address";
+  return nullptr;
 }
 
-task<bool> auth_gate::refuse_busy(connection& c) {
-  co_return co_await c.reply(
-      429, "application/json",
-      rpc_error_body(ir::errc::invalid_request,
-                     "Too Many Requests: this client has as many requests in progress as it may "
-                     "(http::options::max_requests_per_principal, max_requests_per_address)"),
-      false, "Retry-After: 1\r\n");
+task<bool> auth_gate::refuse_busy(connection& c, const request& req, std::string_view limit) {
+  std::string text = "Too Many Requests: this client has as many requests in progress as it may "
+                     "(http::options::";
+  text.append(limit).append("); requests that run on after their client hung up count until they end");
+  // Only on refusal is the body looked at here: its id, so that the client can tell which
+  // request was refused.
+  std::optional<ir::request_id> id;
+  if (req.method == "POST") {
+    auto decoded = ir::decode(std::string(req.body));
+    if (auto* msg = std::get_if<ir::message>(&decoded); msg && msg->is_request()) id = msg->id();
+  }
+  const std::string body = id ? rpc_error_body(*id, ir::errc::invalid_request, text)
+                              : rpc_error_body(ir::errc::invalid_request, text);
+  co_return co_await c.reply(429, "application/json", body, false, "Retry-After: 1\r\n");
 }
 
 bool auth_gate::lacks_scopes(const caller& who, const std::vector<std::string>& needed) noexcept {

@@ -34,15 +34,6 @@ namespace droid::http::detail {
 class connection;
 struct request;
 
-/// Who a request on an MCP path comes from, as the gate admitted it.
-struct caller {
-  /// What the tool that serves the request may read (`tool_context::origin()`).
-  std::shared_ptr<const request_origin> origin;
-  /// `principal::key()`, or empty without authentication: what sessions, request state
-  /// and tasks are bound to.
-  std::string principal;
-};
-
 /// Counts requests in progress per caller, for `options::max_requests_per_principal`.
 ///
 /// Why striped maps and not one: every request on every shard takes a slot and gives it
@@ -56,20 +47,27 @@ struct caller {
 /// callers with requests in progress, plus 64.
 class request_limits {
   struct stripe;
+  using stripes = std::array<stripe, 16>;
 
  public:
-  /// A slot held for one request; given back when destroyed.
+  request_limits();
+
+  /// A slot held for one request; given back when destroyed. It keeps the counts alive:
+  /// a call whose client hung up holds its slot until the call ends, which may be after
+  /// the listener that counted it is gone.
   class slot {
    public:
     slot() = default;
     slot(slot&& o) noexcept
-        : stripe_(std::exchange(o.stripe_, nullptr)), count_(std::exchange(o.count_, nullptr)) {}
+        : owner_(std::move(o.owner_)), stripe_(std::exchange(o.stripe_, nullptr)),
+          count_(std::exchange(o.count_, nullptr)) {}
     slot& operator=(slot&&) = delete;
     slot(const slot&) = delete;
     ~slot();
 
    private:
     friend class request_limits;
+    std::shared_ptr<stripes> owner_;
     stripe* stripe_ = nullptr;
     /// The caller's count in its stripe's map: a node the map keeps in place, and that
     /// no sweep erases while this slot holds it above zero.
@@ -90,7 +88,30 @@ class request_limits {
     std::size_t sweep_at = 64;
   };
   stripe& stripe_of(const std::string& key);
-  std::array<stripe, 16> stripes_;
+  std::shared_ptr<stripes> stripes_;
+};
+
+/// The slots one request holds: its principal's (when authenticated) and its address's
+/// (always: K principals from one address must not get K times its share). Shared by
+/// the request's handler and the stream that answers it, so that the slots are given
+/// back when the work ends, not when the client hangs up.
+struct request_slots {
+  request_limits::slot principal;
+  request_limits::slot address;
+};
+
+/// Who a request on an MCP path comes from, as the gate admitted it.
+struct caller {
+  /// What the tool that serves the request may read (`tool_context::origin()`).
+  std::shared_ptr<const request_origin> origin;
+  /// `principal::key()`, or empty without authentication: what sessions, request state
+  /// and tasks are bound to.
+  std::string principal;
+  /// Whose share of the server's limits this request uses: "p" and the principal's key
+  /// when authenticated, "a" and the remote address otherwise.
+  std::string tenant;
+  /// The request's slots (`auth_gate::take_slot`); null before it.
+  std::shared_ptr<request_slots> slots;
 };
 
 /// The authorization front of the MCP paths.
@@ -120,11 +141,13 @@ class auth_gate {
   /// returned. Refused: the answer (401, 400 or 503 with its challenge) is written and
   /// whether the connection may carry another request is returned.
   task<std::optional<bool>> admit(connection& c, request& req, caller& who);
-  /// Takes `who`'s request slot; false (and 429 is the caller's to write) when its limit
-  /// is reached.
-  [[nodiscard]] bool take_slot(const connection& c, const caller& who, request_limits::slot& out);
-  /// Writes 429 with Retry-After.
-  task<bool> refuse_busy(connection& c);
+  /// Takes `who`'s request slots (into `who.slots`) and names its tenant. Refused: the
+  /// name of the option whose limit is reached (429 is the caller's to write, with
+  /// `refuse_busy`); nullptr when admitted.
+  [[nodiscard]] const char* take_slot(const connection& c, caller& who);
+  /// Writes 429 with Retry-After and a JSON-RPC error naming `limit`, for the request in
+  /// `req`'s body (its id, when the body is one request).
+  task<bool> refuse_busy(connection& c, const request& req, std::string_view limit);
 
   /// True when `who` is authenticated and lacks a scope of `needed` (never without
   /// authentication: scopes are enforced only where callers are known).

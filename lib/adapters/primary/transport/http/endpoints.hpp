@@ -50,6 +50,10 @@ task<bool> reply_rejection(connection& c, const ir::rejection& why);
 [[nodiscard]] bool belongs_to(const session_entry& entry, const caller& who) noexcept;
 /// Writes the 403 for a session used with another principal's token.
 task<bool> refuse_foreign_session(connection& c);
+/// Writes the refusal of a new session (`initialize` `id`, or a legacy stream's): 429
+/// naming `max_sessions_per_tenant` when its tenant holds its share, 503 when the server
+/// holds `max_sessions`; both with Retry-After.
+task<bool> refuse_session(connection& c, session_table::admission why, const std::optional<ir::request_id>& id);
 
 /// The 403 `insufficient_scope` answer when `msg` is a `tools/call` of a tool whose
 /// `required_scopes` `who` lacks (written, with whether the connection may go on);
@@ -137,7 +141,8 @@ class streamable_endpoint {
   /// (`cluster::may_start`); a request of the client's own starts only while it does.
   void start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
                      const std::shared_ptr<response_sink>& sink, bool json_mode,
-                     std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate = nullptr);
+                     std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate = nullptr,
+                     std::shared_ptr<const void> held = nullptr);
   /// Opens (`number` 0) or resumes a GET stream of `entry` into `sink`: the sink is
   /// accepted or rejected on the session's shard. A stream an earlier owner of a session
   /// taken over wrote is read from Redis.
@@ -205,7 +210,9 @@ class streamable_endpoint {
   /// to the shard's runner under `key`, on `stream`. Why split from the answering: a
   /// 2026 request is handed over from inside the callback that read its params (one
   /// parse for the checks and the handler), where nothing can be awaited.
-  sessionless_call start_sessionless(connection& c, std::string_view method, std::string_view refusal);
+  /// `held`: the request's slots, kept until its stream is over.
+  sessionless_call start_sessionless(connection& c, std::string_view method, std::string_view refusal,
+                                     std::shared_ptr<const void> held);
   /// Writes the answer of `call` (an event stream or one JSON document); closing the
   /// connection cancels the request.
   task<bool> answer_sessionless(connection& c, sessionless_call call);

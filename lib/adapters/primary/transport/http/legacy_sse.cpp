@@ -24,9 +24,10 @@ task<bool> legacy_endpoint::stream(connection& c, request& req, const caller& wh
   auto entry = session_entry::create(st_.srv, c.executor(), nullptr, who.principal);
   entry->legacy = true;
   entry->active = 1;
-  if (!st_.sessions.insert(entry, st_.opts.max_sessions))
-    co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                       "Service Unavailable: too many sessions, try again later");
+  entry->tenant = who.tenant;
+  if (const auto admitted = st_.sessions.insert(entry, st_.opts.max_sessions, st_.opts.max_sessions_per_tenant);
+      admitted != session_table::admission::admitted)
+    co_return co_await refuse_session(c, admitted, std::nullopt);
   auto sink = c.make_sink();
   entry->standalone->attach(sink);
   // The endpoint event tells the client where to POST; relative, so it resolves against

@@ -162,8 +162,7 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   // how resource servers get bypassed), then one slot of the caller's request limit.
   detail::caller who;
   if (auto refused = co_await state.gate.admit(c, req, who)) co_return *refused;
-  detail::request_limits::slot slot;
-  if (!state.gate.take_slot(c, who, slot)) co_return co_await state.gate.refuse_busy(c);
+  if (const char* limit = state.gate.take_slot(c, who)) co_return co_await state.gate.refuse_busy(c, req, limit);
   if (legacy_sse && req.method == "GET") co_return co_await legacy.stream(c, req, who);
   if (legacy_messages && req.method == "POST") co_return co_await legacy.message(c, req, who);
   if (!legacy_sse && !legacy_messages) {

@@ -56,12 +56,39 @@ bool session_table::reserve(std::size_t cap) noexcept {
   return true;
 }
 
-bool session_table::insert(const std::shared_ptr<session_entry>& e, std::size_t cap) {
-  if (!reserve(cap)) return false;
+bool session_table::reserve_tenant(const std::string& tenant, std::size_t cap) {
+  if (tenant.empty()) return true;
+  std::lock_guard lock(tenants_mutex_);
+  std::size_t& n = tenants_[tenant];
+  if (cap != 0 && n >= cap) {
+    if (n == 0) tenants_.erase(tenant);
+    return false;
+  }
+  ++n;
+  return true;
+}
+
+void session_table::release_tenant(const session_entry& e) {
+  if (e.tenant.empty()) return;
+  std::lock_guard lock(tenants_mutex_);
+  auto it = tenants_.find(e.tenant);
+  if (it != tenants_.end() && --it->second == 0) tenants_.erase(it);
+}
+
+session_table::admission session_table::insert(const std::shared_ptr<session_entry>& e, std::size_t cap,
+                                               std::size_t tenant_cap) {
+  if (!reserve_tenant(e->tenant, tenant_cap)) return admission::tenant_full;
+  if (!reserve(cap)) {
+    release_tenant(*e);
+    return admission::server_full;
+  }
   stripe& s = stripe_of(e->id);
   std::lock_guard lock(s.mutex);
-  if (!s.map.emplace(e->id, e).second) size_.fetch_sub(1, std::memory_order_relaxed);
-  return true;
+  if (!s.map.emplace(e->id, e).second) {
+    size_.fetch_sub(1, std::memory_order_relaxed);
+    release_tenant(*e);
+  }
+  return admission::admitted;
 }
 
 std::vector<std::shared_ptr<session_entry>> session_table::snapshot() const {
@@ -91,6 +118,7 @@ std::shared_ptr<session_entry> session_table::erase(std::string_view id) {
   auto e = std::move(it->second);
   s.map.erase(it);
   size_.fetch_sub(1, std::memory_order_relaxed);
+  release_tenant(*e);
   return e;
 }
 
@@ -99,7 +127,8 @@ std::vector<std::shared_ptr<session_entry>> session_table::take_idle(std::int64_
   each_stripe([&](auto& map) {
     for (auto it = map.begin(); it != map.end();) {
       const session_entry& e = *it->second;
-      if (e.active.load() == 0 && e.running.load() == 0 && e.last_used.load() < cutoff) {
+      if (e.active.load() == 0 && e.last_used.load() < cutoff) {
+        release_tenant(e);
         out.push_back(std::move(it->second));
         it = map.erase(it);
         size_.fetch_sub(1, std::memory_order_relaxed);
@@ -114,7 +143,10 @@ std::vector<std::shared_ptr<session_entry>> session_table::take_idle(std::int64_
 std::vector<std::shared_ptr<session_entry>> session_table::take_all() {
   std::vector<std::shared_ptr<session_entry>> out;
   each_stripe([&](auto& map) {
-    for (auto& [id, e] : map) out.push_back(std::move(e));
+    for (auto& [id, e] : map) {
+      release_tenant(*e);
+      out.push_back(std::move(e));
+    }
     size_.fetch_sub(map.size(), std::memory_order_relaxed);
     map.clear();
   });

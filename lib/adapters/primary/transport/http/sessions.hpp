@@ -58,11 +58,9 @@ struct session_entry {
   /// When a cluster last refreshed the session's record in Redis (ns, as `last_used`).
   std::atomic<std::int64_t> record_touched{0};
   /// Open POST streams and the GET stream: a session with any is busy, never reaped.
+  /// Requests that run on after their client left do not count: a client that means to
+  /// resume has the idle timeout to do it, and work nobody resumes must end.
   std::atomic<int> active{0};
-  /// Requests not yet answered, whether a connection still carries their stream or not:
-  /// a client that lost its connection while a tool runs resumes it later, so the work
-  /// keeps the session as an open stream does (it ends with the tool, or its cancellation).
-  std::atomic<int> running{0};
   std::atomic<std::int64_t> last_used{0};
   /// The last stream number handed out (0 is the standalone stream).
   std::atomic<std::uint64_t> next_stream{0};
@@ -73,6 +71,9 @@ struct session_entry {
   /// Whom the session belongs to (`principal::key()`; empty without authentication):
   /// every later request must come with a token of the same principal.
   std::string principal;
+  /// Whose share of `options::max_sessions_per_tenant` it uses (`caller::tenant`; empty:
+  /// nobody's, as a session another instance handed over).
+  std::string tenant;
 
   // ---- the session's shard only -------------------------------------------------------
   /// Every event of the session, for resumption (null in JSON mode: nothing to resume).
@@ -102,14 +103,19 @@ void end_session(const std::shared_ptr<session_entry>& e);
 class session_table {
  public:
   [[nodiscard]] std::shared_ptr<session_entry> find(std::string_view id) const;
-  /// False (and nothing inserted) when `cap` sessions live already.
-  bool insert(const std::shared_ptr<session_entry>& e, std::size_t cap);
+  enum class admission : std::uint8_t { admitted, server_full, tenant_full };
+  /// Inserts `e` unless `cap` sessions live already (`server_full`) or `tenant_cap` of
+  /// `e->tenant`'s do (`tenant_full`; 0: no share). Why a share per tenant: one client
+  /// that opens every session the server allows locks everyone else out.
+  admission insert(const std::shared_ptr<session_entry>& e, std::size_t cap, std::size_t tenant_cap = 0);
   /// Inserts `e`, or returns the entry of the same id already there (a session taken
   /// over by two requests at once); null when `cap` sessions live already.
   std::shared_ptr<session_entry> insert_or_get(const std::shared_ptr<session_entry>& e, std::size_t cap);
   std::shared_ptr<session_entry> erase(std::string_view id);
-  /// Removes and returns every entry idle since before `cutoff` and not busy (no open
-  /// stream, no request being answered).
+  /// Removes and returns every entry unused since before `cutoff` with no open stream.
+  /// Requests still running count for nothing here: a session whose client left while
+  /// its calls ran is taken too (ending it cancels them), so work nobody will read is
+  /// bounded by the idle timeout.
   std::vector<std::shared_ptr<session_entry>> take_idle(std::int64_t cutoff);
   std::vector<std::shared_ptr<session_entry>> take_all();
   /// Every live entry, left in the table.
@@ -145,9 +151,17 @@ class session_table {
   }
   /// Reserves a place under `cap`; false when none is left.
   bool reserve(std::size_t cap) noexcept;
+  /// Counts a session of `tenant` unless it has `cap` (0: no cap) already.
+  bool reserve_tenant(const std::string& tenant, std::size_t cap);
+  /// Gives back the place `e` held in its tenant's count.
+  void release_tenant(const session_entry& e);
 
   mutable stripe stripes_[stripe_count];
   std::atomic<std::size_t> size_{0};
+  /// Live sessions per tenant. One lock: taken when a session begins or ends, never per
+  /// request.
+  std::mutex tenants_mutex_;
+  std::unordered_map<std::string, std::size_t> tenants_;
 };
 
 }  // namespace droid::http::detail

@@ -13,19 +13,22 @@ namespace droid::http::detail {
 response_sink::response_sink(asio::any_io_executor home, std::size_t max_queued)
     : home_(std::move(home)), max_queued_(max_queued) {}
 
-void response_sink::push(sse_event e) {
+void response_sink::push(sse_event e, bool replayed) {
   // Inline when the session and the connection share a shard (the common case), one
   // post otherwise.
-  droid::detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e)]() mutable {
+  droid::detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable {
     if (self->dead_ || self->finished_) return;
-    self->queued_bytes_ += e.id.size() + e.data.size();
-    if (self->queued_bytes_ > self->max_queued_) {
+    const std::size_t size = e.id.size() + e.data.size();
+    // The backlog before this event is what the cap bounds (so one event of any size is
+    // taken behind a backlog under it, a priming event say).
+    if (!replayed && self->queued_bytes_ > self->max_queued_) {
       self->kill();
       if (self->on_abort.abort) {
         if (const std::shared_ptr<void> target = self->on_abort.target.lock()) self->on_abort.abort(target.get());
       }
       return;
     }
+    if (!replayed) self->queued_bytes_ += size;
     self->queue_.push_back(std::move(e));
     self->wake();
   });
@@ -111,6 +114,7 @@ void logical_stream::finish() {
     const finish_hook hook = std::exchange(on_finish_, {});  // holds the owner through the call
     hook.fn(hook.owner.get(), number_);
   }
+  held_.reset();
 }
 
 void logical_stream::interrupt() {
@@ -139,7 +143,7 @@ bool logical_stream::replay(std::uint64_t after_seq, response_sink& sink) const 
   // go of one whose events were all evicted, and neither is a loss.
   if (after_seq == seq_) return true;
   return store_->replay(number_, after_seq, [&](std::uint64_t seq, std::string_view data) {
-    sink.push(sse_event{event_id(number_, seq), std::string(data)});
+    sink.push(sse_event{event_id(number_, seq), std::string(data)}, true);
   });
 }
 

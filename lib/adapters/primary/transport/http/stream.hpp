@@ -44,9 +44,12 @@ struct sse_event {
 /// Why a queue on the connection's shard: the session may run on another shard, and the
 /// socket must be written by exactly one coroutine.
 /// Invariants: all state changes happen on `home_`'s thread (every entry point
-/// dispatches there). Queued bytes never exceed `max_queued`: past it the sink aborts
-/// its connection (a client that stopped reading must not grow our memory), and the
-/// logical stream stays resumable from the store. At most one coroutine waits on it.
+/// dispatches there). What waits for the reader is bounded by `max_queued`: an event
+/// pushed while more than that waits already aborts the connection (a client that
+/// stopped reading must not grow our memory), and the logical stream stays resumable from
+/// the store. The bound is on a backlog, not on one event (so at most `max_queued` plus
+/// one event is held): otherwise an answer larger than the cap could never be delivered,
+/// even to a client reading at full speed. At most one coroutine waits on it.
 class response_sink : public std::enable_shared_from_this<response_sink> {
  public:
   /// A wait with no timeout (the response ends when the request's stream does).
@@ -55,7 +58,9 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   response_sink(asio::any_io_executor home, std::size_t max_queued);
 
   /// From any shard: queue an event / end the response / settle a pending GET.
-  void push(sse_event e);
+  /// `replayed`: an event read back from a store for a resume, which the store's own
+  /// bound limits already (a resume of a long stream must not trip the backlog cap).
+  void push(sse_event e, bool replayed = false);
   void finish();
   void accept();
   void reject(int status, std::string message);
@@ -169,6 +174,10 @@ class logical_stream final : public outbound {
   /// stream: only a stream with a store can be resumed, so without one this does nothing.
   void interrupt() override;
   [[nodiscard]] std::string exchange_refusal() const override { return std::string(refusal_); }
+  /// Keeps `held` (the request's slots under the server's limits) until the stream is
+  /// over. Why here and not in the HTTP handler: a client that hangs up ends its handler,
+  /// while the request runs on; its slots must count until the work ends.
+  void hold(std::shared_ptr<const void> held) { held_ = std::move(held); }
 
   /// Makes `sink` the connection events go to (replacing and ending any previous one).
   /// A `resumed` sink (a GET with Last-Event-ID) is not ended when the stream finishes:
@@ -188,6 +197,7 @@ class logical_stream final : public outbound {
   event_store* store_;
   finish_hook on_finish_;
   std::string_view refusal_;
+  std::shared_ptr<const void> held_;
   std::shared_ptr<response_sink> sink_;
   bool sink_resumed_ = false;
   std::uint64_t seq_ = 0;

@@ -105,6 +105,18 @@ task<bool> refuse_foreign_session(connection& c) {
                                        "Forbidden: this session belongs to another principal");
 }
 
+task<bool> refuse_session(connection& c, session_table::admission why, const std::optional<ir::request_id>& id) {
+  if (why == session_table::admission::server_full)
+    co_return co_await reply_unavailable(
+        c, id, "Service Unavailable: the server holds as many sessions as it may (http::options::max_sessions)");
+  const std::string_view text =
+      "Too Many Requests: this client holds as many sessions as it may (http::options::max_sessions_per_tenant); "
+      "end one (DELETE) or let one idle out";
+  const std::string body = id ? rpc_error_body(*id, ir::errc::invalid_request, text)
+                              : rpc_error_body(ir::errc::invalid_request, text);
+  co_return co_await c.reply(429, "application/json", body, false, "Retry-After: 1\r\n");
+}
+
 task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, const caller& who,
                                           const ir::message& msg) {
   if (!may_lack_scopes(st, msg)) co_return std::nullopt;
@@ -231,15 +243,16 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes);
     entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
     entry->shard = c.home().index;
+    entry->tenant = who.tenant;
     if (st_.peers) {
       // In a cluster the ring is written behind to Redis, under the session's id (which
       // the store needs, so it is made once the entry is).
       if (auto shared = st_.peers->make_store(*entry)) entry->set_store(std::move(shared));
       st_.peers->own(entry);
     }
-    if (!st_.sessions.insert(entry, o.max_sessions))
-      co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
-                                         "Service Unavailable: too many sessions, try again later");
+    if (const auto admitted = st_.sessions.insert(entry, o.max_sessions, o.max_sessions_per_tenant);
+        admitted != session_table::admission::admitted)
+      co_return co_await refuse_session(c, admitted, msg.id());
     new_session_header = "Mcp-Session-Id: " + entry->id + "\r\n";
   } else {
     if (!sid)
@@ -287,7 +300,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   const bool json_mode = server_json || is_task_poll(msg.method());
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
-  start_request(entry, std::move(msg), sink, json_mode, who.origin);
+  start_request(entry, std::move(msg), sink, json_mode, who.origin, nullptr, who.slots);
   if (is_initialize && st_.peers) {
     // Held until Redis has the new session's record; refused when it did not take it. The
     // session is then dropped here: its id never reaches the client, and an
@@ -327,22 +340,19 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
 
 void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
                                         const std::shared_ptr<response_sink>& sink, bool json_mode,
-                                        std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate) {
+                                        std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate,
+                                        std::shared_ptr<const void> held) {
   ++entry->active;
-  // Counted before the hand-over, while `active` still holds the session: the reaper
-  // never sees a moment with neither.
-  ++entry->running;
   // Why a tool on this stream could not ask the client anything (empty: it can).
   const std::string_view refusal =
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
   droid::detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
-                                   peers = st_.peers, gate = std::move(gate)]() mutable {
+                                   peers = st_.peers, gate = std::move(gate), held = std::move(held)]() mutable {
     if (peers && !peers->may_start(gate.get())) {
       // The lease lapsed since the request arrived (or its asker gave it up): it does not
       // run. A forwarded one is looked for again by its asker; a client's own is told.
-      --entry->running;
       if (gate) return sink->reject(cluster::owner_silent, "the owner did not start it");
       if (m.method() == "initialize") return sink->reject(503, std::string(fenced_refusal));
       sink->push(sse_event{std::string(), rpc_error_body(m.id(), ir::errc::internal_error, fenced_refusal)});
@@ -362,9 +372,9 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
                                       // The idle clock starts at the answer: a client that
                                       // lost the stream has the whole timeout to resume it.
                                       e->last_used = now_ns();
-                                      --e->running;
                                     }},
         refusal);
+    stream->hold(std::move(held));
     entry->streams.emplace(number, stream);
     if (!json_mode && entry->store) entry->store->begin(number, m.id());
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
@@ -447,7 +457,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     if (refused) return;
     peer.principal = who.principal;
     peer.origin = who.origin;
-    call = start_sessionless(c, msg.method(), {});
+    call = start_sessionless(c, msg.method(), {}, who.slots);
     // A call of a tool that may become a task: the task's record is written behind,
     // and the answer that names it waits for it (another instance may get the poll).
     call->after_redis = st_.peers && st_.peers->shares_tasks() && tool &&
@@ -514,13 +524,16 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
   sessionless_call call = start_sessionless(c, 
       msg.method(),
       "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
-      "serve with sessions to let tools ask the client");
+      "serve with sessions to let tools ask the client",
+      who.slots);
   ir::request_id key = call.key;
   local(c).runner->serve(std::move(key), std::move(msg), call.stream, true, std::move(peer));
   co_return co_await answer_sessionless(c, std::move(call));
 }
 
-streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(connection& c, std::string_view method, std::string_view refusal) {
+streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(connection& c, std::string_view method,
+                                                                             std::string_view refusal,
+                                                                             std::shared_ptr<const void> held) {
   sessionless_call call;
   call.listen = method == "subscriptions/listen";
   // A listen is answered as a stream whatever `options::reply` says: as one JSON document
@@ -538,6 +551,7 @@ streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(con
                                         "client a question")
                      : refusal);
   call.stream->attach(call.sink);
+  call.stream->hold(std::move(held));
   return call;
 }
 

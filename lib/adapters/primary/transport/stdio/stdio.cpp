@@ -60,7 +60,9 @@ class line_writer final : public outbound {
 
   void send(std::string message) override {
     if (failed_) return;
-    queued_bytes_ += message.size() + 1;
+    // The cap bounds the backlog waiting for the writer, not one message: a message of any
+    // size is taken behind a backlog under the cap (an answer larger than the cap reaches
+    // a client that reads it), and what is being written does not count.
     if (queued_bytes_ > max_queued_) {
       // The client stopped reading stdout: treat it as gone (as EPIPE would), rather than
       // queue without bound. Input ends, running tools are cancelled, the run returns.
@@ -75,6 +77,7 @@ class line_writer final : public outbound {
       out_.cancel(ignored);
       return;
     }
+    queued_bytes_ += message.size() + 1;
     queue_.push_back(std::move(message));
     wake_.cancel();
   }
@@ -107,10 +110,10 @@ class line_writer final : public outbound {
         batch += '\n';
       }
       queue_.clear();
-      // Counted until written: the bytes in `batch` are what an unread pipe holds back.
-      const std::size_t in_batch = batch.size();
+      // Out of the backlog once being written: a write that an unread pipe holds back
+      // keeps everything after it queued, and that backlog is what trips the cap.
+      queued_bytes_ = 0;
       auto [ec, n] = co_await asio::async_write(out_, asio::buffer(batch), use_task);
-      queued_bytes_ -= std::min(queued_bytes_, in_batch);
       if (ec) {
         // EPIPE and friends: nobody reads our answers any more, so the session is over.
         failed_ = true;

@@ -159,9 +159,10 @@ struct options {
   authorization auth{};  ///< see `authorization`
 
   /// Requests on the MCP paths one principal may have in progress at once (open event
-  /// streams count); past it: 429 with Retry-After. Without authentication the limit
-  /// is per remote address, `max_requests_per_address` (behind a proxy every client has
-  /// the proxy's address: raise it there, or authenticate). 0: no limit.
+  /// streams count, and a call whose client hung up counts until it ends); past it: 429
+  /// with Retry-After. `max_requests_per_address` caps every remote address the same
+  /// way, authenticated or not (behind a proxy every client has the proxy's address:
+  /// raise it there). 0: no limit. docs/security.md, "Limits per tenant".
   std::size_t max_requests_per_principal = 64;
   std::size_t max_requests_per_address = 256;  ///< see `max_requests_per_principal`
   /// Request headers (names in lower case) a tool may read through
@@ -196,10 +197,14 @@ struct options {
   std::chrono::milliseconds write_timeout{60'000};
   /// Connections beyond this are closed at once.
   std::size_t max_connections = 10'240;
-  /// A session with no request, no stream and no traffic for this long is ended.
+  /// A session with no open stream and no traffic for this long is ended, and the calls
+  /// it still runs (their client hung up without resuming) are cancelled.
   std::chrono::milliseconds session_idle_timeout{300'000};
   /// Live sessions beyond this refuse new `initialize` with 503.
   std::size_t max_sessions = 10'000;
+  /// Live sessions one tenant (the principal when authenticated, the remote address
+  /// otherwise) may hold; past it `initialize` gets 429 with Retry-After. 0: no share.
+  std::size_t max_sessions_per_tenant = 1'000;
   /// An idle event stream carries a `:` comment this often, so proxies keep it open.
   std::chrono::milliseconds keep_alive_interval{15'000};
   /// On shutdown, how long in-flight calls may take to finish before they are cancelled.
@@ -213,7 +218,9 @@ struct options {
   /// Makes each session's event store; empty means the in-memory ring above.
   event_store_factory event_store{};
   /// Bytes queued for one client-facing stream before the server gives up on a client
-  /// that stopped reading and closes that connection (the stream stays resumable).
+  /// that stopped reading and closes that connection (the stream stays resumable). A
+  /// backlog, not a message size: a message of any size is taken behind a backlog under
+  /// it, and a resume's replay does not count.
   std::size_t max_queued_bytes = 1u << 20;
   /// The `retry:` (milliseconds) a 2025-11-25 client is told to wait before reconnecting.
   std::chrono::milliseconds retry_interval{1'000};

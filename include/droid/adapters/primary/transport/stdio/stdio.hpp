@@ -41,7 +41,9 @@ struct options {
   /// Bytes queued for stdout before the server gives up on a client that stopped reading
   /// it: the session then ends as if stdout had closed. Why a bound: notifications (a
   /// `subscriptions/listen` stream, logs, progress) keep coming whether or not anyone
-  /// reads them, and an unread pipe must not grow the server's memory without end.
+  /// reads them, and an unread pipe must not grow the server's memory without end. A
+  /// backlog, not a message size: a message of any size is taken behind a backlog under
+  /// it (what is being written does not count).
   std::size_t max_queued_bytes = 32u << 20;
 };
 

@@ -771,7 +771,7 @@ task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_en
   stored_stream stored;
   const shared_store::read_outcome outcome = co_await store_->read_stream(shard, e->id, number, after, stored);
   if (outcome != shared_store::read_outcome::ok) co_return false;
-  for (auto& [seq, data] : stored.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
+  for (auto& [seq, data] : stored.events) sink->push(sse_event{event_id(number, seq), std::move(data)}, true);
   if (!stored.ended && !stored.request_id_json.empty()) {
     // Its owner died with the request unanswered (the stream is below this owner's
     // epoch, so no live instance writes it): end it with an error, once for everyone.
@@ -784,7 +784,7 @@ task<bool> cluster::replay_foreign(std::size_t shard, std::shared_ptr<session_en
       stored_stream again;
       const shared_store::read_outcome read = co_await store_->read_stream(shard, e->id, number, stored.last, again);
       if (read == shared_store::read_outcome::ok)
-        for (auto& [seq, data] : again.events) sink->push(sse_event{event_id(number, seq), std::move(data)});
+        for (auto& [seq, data] : again.events) sink->push(sse_event{event_id(number, seq), std::move(data)}, true);
     }
   }
   co_return true;
