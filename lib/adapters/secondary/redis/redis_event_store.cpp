@@ -3,6 +3,8 @@
 /// Events written behind to Redis Streams (read back by redis_shared_store.cpp).
 #include "redis_event_store.hpp"
 
+#include <algorithm>
+
 namespace droid::redis {
 
 // Appended piece by piece: g++ 12 at -O3 warns falsely (-Wrestrict, GCC bug 105329) on
@@ -20,6 +22,23 @@ std::string stream_keys::request(std::uint64_t stream) const {
   return key;
 }
 
+std::string stream_keys::gap(std::uint64_t stream) const {
+  std::string key = prefix;
+  key.append("g:").append(session).append(":").append(std::to_string(stream));
+  if (stream == 0) key.append(".").append(std::to_string(epoch));
+  return key;
+}
+
+void redis_event_store::sent(bool sent, std::uint64_t stream) {
+  if (!sent && std::find(unmarked_.begin(), unmarked_.end(), stream) == unmarked_.end()) unmarked_.push_back(stream);
+}
+
+void redis_event_store::mark_gaps() {
+  std::erase_if(unmarked_, [&](std::uint64_t stream) {
+    return client_->send({"SET", keys_.gap(stream), "1", "PX", std::to_string(keys_.ttl.count())});
+  });
+}
+
 std::string stream_keys::index() const {
   std::string key = prefix;
   key.append("x:").append(session);
@@ -28,8 +47,9 @@ std::string stream_keys::index() const {
 
 void redis_event_store::begin(std::uint64_t stream, const ir::request_id& id) {
   local_->begin(stream, id);
+  if (!unmarked_.empty()) mark_gaps();
   const std::string ttl = std::to_string(keys_.ttl.count());
-  (void)client_->send({"SET", keys_.request(stream), id.to_json(), "PX", ttl});
+  sent(client_->send({"SET", keys_.request(stream), id.to_json(), "PX", ttl}), stream);
   const std::string index = keys_.index();
   (void)client_->send({"SADD", index, std::to_string(stream)});
   (void)client_->send({"PEXPIRE", index, ttl});
@@ -37,13 +57,14 @@ void redis_event_store::begin(std::uint64_t stream, const ir::request_id& id) {
 
 void redis_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {
   local_->append(stream, seq, data);
+  if (!unmarked_.empty()) mark_gaps();
   const std::string key = keys_.events(stream);
   const std::string id = std::to_string(seq) + "-0";
   const std::string cap = std::to_string(keys_.max_events);
   // Written behind, in order with every other command of this shard: the request is
   // never held up by Redis, and a Redis that is down loses what another instance could
   // have replayed, not what this one serves (see the file comment of the header).
-  (void)client_->send({"XADD", key, "MAXLEN", "~", cap, id, "d", data});
+  sent(client_->send({"XADD", key, "MAXLEN", "~", cap, id, "d", data}), stream);
   (void)client_->send({"PEXPIRE", key, std::to_string(keys_.ttl.count())});
 }
 
@@ -54,8 +75,9 @@ bool redis_event_store::replay(std::uint64_t stream, std::uint64_t after_seq,
 
 void redis_event_store::finish(std::uint64_t stream, std::uint64_t last_seq) {
   local_->finish(stream, last_seq);
+  if (!unmarked_.empty()) mark_gaps();
   const std::string key = keys_.events(stream);
-  (void)client_->send({"XADD", key, std::to_string(last_seq + 1) + "-0", "end", "1"});
+  sent(client_->send({"XADD", key, std::to_string(last_seq + 1) + "-0", "end", "1"}), stream);
   (void)client_->send({"PEXPIRE", key, std::to_string(keys_.ttl.count())});
 }
 

@@ -13,6 +13,9 @@
 ///     P e:S:N      a Redis Stream per event stream N: entry "seq-0" {d: data} per event,
 ///                  and "last+1-0" {end: 1} when the stream is over
 ///     P r:S:N      the JSON text of the id of the request stream N answers
+///     P g:S:N      set when a write of stream N never reached Redis (its client was
+///                  overloaded or disconnected): the stream has a hole, and a reader
+///                  must not replay it as if whole
 ///     P x:S        the numbers N of the session's request streams, a set, so that ending
 ///                  the session removes every key of it at once (the standalone stream's
 ///                  are known without it: "0.E" for each epoch E up to the current one)
@@ -50,6 +53,7 @@ struct stream_keys {
   [[nodiscard]] std::string events(std::uint64_t stream) const;
   [[nodiscard]] std::string request(std::uint64_t stream) const;
   [[nodiscard]] std::string index() const;
+  [[nodiscard]] std::string gap(std::uint64_t stream) const;
 };
 
 /// The memory ring with Redis behind it. Affinity: the session's shard, whose client it
@@ -65,9 +69,19 @@ class redis_event_store final : public event_store {
   void finish(std::uint64_t stream, std::uint64_t last_seq) override;
 
  private:
+  /// Notes that a write of `stream` was not taken (`sent` false): its gap mark is owed.
+  void sent(bool sent, std::uint64_t stream);
+  /// Sends the gap marks owed, as soon as the client takes commands again.
+  void mark_gaps();
+
   std::shared_ptr<client> client_;
   stream_keys keys_;
   std::unique_ptr<memory_event_store> local_;
+  /// Streams with a write Redis never got and no gap mark sent yet. Why: the events are
+  /// written behind, and a client that refuses a command (its pipeline full under load,
+  /// or no connection) drops it; without a mark, an instance that takes the session over
+  /// would replay the stream with the hole in it as if it were whole.
+  std::vector<std::uint64_t> unmarked_;
 };
 
 }  // namespace droid::redis

@@ -63,15 +63,16 @@ return 1
 
 /// KEYS[1] a session's record, KEYS[2] the set of its stream numbers; ARGV: the member,
 /// the key prefixes of its streams ("P e:ID:" and "P r:ID:"), its epoch (the standalone
-/// stream is one key per epoch). Only the owner's delete counts: a member whose lease
-/// lapsed must not end a session another took over.
+/// stream is one key per epoch), the prefix of its gap marks ("P g:ID:"). Only the
+/// owner's delete counts: a member whose lease lapsed must not end a session another
+/// took over.
 constexpr std::string_view forget_script = R"(
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner and owner ~= ARGV[1] then return 0 end
 for _, n in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  redis.call('DEL', ARGV[2] .. n, ARGV[3] .. n)
+  redis.call('DEL', ARGV[2] .. n, ARGV[3] .. n, ARGV[5] .. n)
 end
-for e = 0, tonumber(ARGV[4]) do redis.call('DEL', ARGV[2] .. '0.' .. e) end
+for e = 0, tonumber(ARGV[4]) do redis.call('DEL', ARGV[2] .. '0.' .. e, ARGV[5] .. '0.' .. e) end
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1
 )";
@@ -296,7 +297,7 @@ void redis_shared_store::touch_session(std::size_t shard, const std::string& id,
 void redis_shared_store::forget_session(std::size_t shard, const std::string& id, const std::string& member,
                                         std::uint64_t epoch) {
   (void)clients_[shard]->send({"EVAL", forget_script, "2", key("s:", id), key("x:", id), member,
-                               key("e:", id + ":"), key("r:", id + ":"), std::to_string(epoch)});
+                               key("e:", id + ":"), key("r:", id + ":"), std::to_string(epoch), key("g:", id + ":")});
 }
 
 task<std::optional<std::vector<http::detail::shared_store::claim>>> redis_shared_store::claim_all(
@@ -357,9 +358,14 @@ task<http::detail::shared_store::read_outcome> redis_shared_store::read_stream(s
   const stream_keys keys = keys_for(opts_, id, 0);
   std::shared_ptr<client> c = clients_[shard];
   // At most `max_events` and the end mark: read whole, which also shows what was trimmed.
+  // With it, whether a write of the stream never reached Redis (its gap mark): such a
+  // stream has a hole and is not replayed as if whole.
   auto range = c->command({"XRANGE", keys.events(number), "-", "+"});
+  auto gap = c->command({"EXISTS", keys.gap(number)});
   auto entries = co_await range;
-  if (!entries || entries->is_error()) co_return read_outcome::unavailable;
+  auto gapped = co_await gap;
+  if (!entries || entries->is_error() || !gapped || gapped->is_error()) co_return read_outcome::unavailable;
+  if (gapped->integer == 1) co_return read_outcome::trimmed;
   if (entries->elements.empty()) {
     // No event yet, which is the usual state of a long call: the stream exists from its
     // first byte (its request's id, written when it began), and its priming event, which

@@ -10,7 +10,7 @@
 ///     P i:MEMBER    a member's lease, a key that expires unless renewed
 ///     P c:MEMBER    a member's inbox, a pub/sub channel
 ///     P all         every member's channel (heartbeats, departures, changes)
-///     P e:... r:... x:...  session streams (redis_event_store.hpp)
+///     P e:... r:... g:... x:...  session streams (redis_event_store.hpp)
 ///     P t:ID        a task's record (redis_task_store.hpp)
 ///
 /// Each step the port promises to be indivisible is one Lua script (below, in the .cpp):
