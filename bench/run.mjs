@@ -114,6 +114,28 @@ function cpuMicros(pid) {
   return (total * 1e6) / clkTck;
 }
 
+/// The same time, per process of a group (startGroup: the shell's direct children), in
+/// microseconds, named by what they are: an everything-server by its --instance-id (b1, b2),
+/// anything else by its command name (redis-server, nginx). The shell itself is left out.
+function cpuByProcess(pid) {
+  const out = {};
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === pid) continue;
+    try {
+      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[1]) !== pid) continue;
+      const argv = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      const i = argv.indexOf('--instance-id');
+      const name = i >= 0 ? argv[i + 1] : s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
+      out[name] = (out[name] ?? 0) + ((Number(f[11]) + Number(f[12])) * 1e6) / clkTck;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 /// Machine-wide busy and steal time so far, in microseconds (/proc/stat's first line).
 function machineMicros() {
   const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -381,30 +403,54 @@ const redisLines = (port) => [
 async function startRedisInstance() {
   const redisPort = await freePort();
   const port = await freePort();
-  return startGroup('droid-sse-redis', [
+  const g = await startGroup('droid-sse-redis', [
     ...redisLines(redisPort),
     `'${everythingServer}' --http 127.0.0.1:${port} --redis redis://127.0.0.1:${redisPort} --instance-id bench >/dev/null &`,
     `until (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null; do sleep 0.05; done`,
     `echo http://127.0.0.1:${port}/mcp`,
   ].join('\n'));
+  return { ...g, redisPort };
 }
 
-/// Two instances behind nginx (round robin, docs/scale-out.md's configuration), sharing
-/// the one session wrk uses: half its requests reach the instance that does not own it
-/// and are forwarded through Redis.
-async function startTwoInstances() {
+/// Two everything-server instances (b1 and b2, one thread each) sharing one redis-server,
+/// under one shell, so that the server CPU column counts both instances, Redis and (with
+/// `route: 'nginx'`) nginx. `route` says where wrk's requests go:
+/// - 'nginx': through nginx, round robin (docs/scale-out.md's configuration); the session
+///   is initialized through nginx too, so one instance owns it and half the requests reach
+///   the other and are forwarded through Redis (droid-cluster-2);
+/// - 'owner': straight to b1, which the session is initialized on and so owns; b2 is idle
+///   but alive (it heartbeats) (droid-cluster-owner);
+/// - 'fwd': straight to b2, while the session is initialized on b1: every request is
+///   forwarded through Redis to b1, which serves it and publishes its events back
+///   (droid-cluster-fwd).
+/// Returns the group's { child, url } (url: what wrk drives), plus `initUrl` (where the
+/// session is initialized, when that is not `url`) and `redisPort` (for the Redis command
+/// counts of runWrk and the forwarding check).
+async function startCluster(name, route) {
   const redisPort = await freePort();
   const ports = [await freePort(), await freePort()];
+  const instanceUrl = (p) => `http://127.0.0.1:${p}/mcp`;
+  const lines = [
+    ...redisLines(redisPort),
+    ...ports.map((p, i) => `'${everythingServer}' --http 127.0.0.1:${p} --redis redis://127.0.0.1:${redisPort} --instance-id b${i + 1} --threads 1 >/dev/null &`),
+    ...ports.map((p) => `until (echo > /dev/tcp/127.0.0.1/${p}) 2>/dev/null; do sleep 0.05; done`),
+  ];
+  const extra = { redisPort };
+  if (route !== 'nginx') {
+    // b1 owns the session (initialized on it); wrk drives b1 itself or b2.
+    const g = await startGroup(name, [...lines, `echo ${instanceUrl(route === 'owner' ? ports[0] : ports[1])}`].join('\n'));
+    return { ...g, ...extra, initUrl: instanceUrl(ports[0]) };
+  }
   const proxyPort = await freePort();
-  const dir = path.join(outDir, 'droid-cluster-2');
+  const dir = path.join(outDir, name);
   fs.mkdirSync(dir, { recursive: true });
   for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, t), { recursive: true });
   const page = fs.readFileSync(path.join(root, 'docs', 'scale-out.md'), 'utf8');
-  const lines = page.split('\n');
-  const at = lines.findIndex((l) => l.trim() === '`nginx-cluster.conf`:');
-  const open = lines.findIndex((l, i) => i > at && l.startsWith('```'));
-  const close = lines.findIndex((l, i) => i > open && l.startsWith('```'));
-  const site = lines.slice(open + 1, close).join('\n')
+  const doc = page.split('\n');
+  const at = doc.findIndex((l) => l.trim() === '`nginx-cluster.conf`:');
+  const open = doc.findIndex((l, i) => i > at && l.startsWith('```'));
+  const close = doc.findIndex((l, i) => i > open && l.startsWith('```'));
+  const site = doc.slice(open + 1, close).join('\n')
     .replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${proxyPort};`)
     .replace(/( *server 127\.0\.0\.1:808[1-9];\n)+/, ports.map((p) => `    server 127.0.0.1:${p};\n`).join(''));
   const user = os.userInfo();
@@ -413,14 +459,13 @@ async function startTwoInstances() {
     `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, 'events { worker_connections 4096; }', 'http {',
     '  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
     '  keepalive_requests 100000000;', site, '}', ''].join('\n'));
-  return startGroup('droid-cluster-2', [
-    ...redisLines(redisPort),
-    ...ports.map((p, i) => `'${everythingServer}' --http 127.0.0.1:${p} --redis redis://127.0.0.1:${redisPort} --instance-id b${i + 1} --threads 1 >/dev/null &`),
-    ...ports.map((p) => `until (echo > /dev/tcp/127.0.0.1/${p}) 2>/dev/null; do sleep 0.05; done`),
+  const g = await startGroup(name, [
+    ...lines,
     `nginx -c ${dir}/nginx.conf -p ${dir} -e ${dir}/error.log &`,
     `until (echo > /dev/tcp/127.0.0.1/${proxyPort}) 2>/dev/null; do sleep 0.05; done`,
     `echo http://127.0.0.1:${proxyPort}/mcp`,
   ].join('\n'));
+  return { ...g, ...extra };
 }
 
 const httpServers = [
@@ -442,7 +487,15 @@ const httpServers = [
   // included), and what two instances behind nginx cost when half the requests reach the
   // instance that does not own the session.
   { name: 'droid-sse-redis', label: 'protocol_droid SSE, events written behind to Redis', stateful: true, start: startRedisInstance },
-  { name: 'droid-cluster-2', label: 'protocol_droid SSE, 2 instances behind nginx (1 thread each)', stateful: true, start: startTwoInstances },
+  { name: 'droid-cluster-2', label: 'protocol_droid SSE, 2 instances behind nginx (1 thread each)', stateful: true, start: () => startCluster('droid-cluster-2', 'nginx') },
+  // The forwarding hop alone, against the same request served by the session's owner: two
+  // instances and one Redis in both rows, no nginx; wrk sends every request to the owner
+  // (droid-cluster-owner) or to the other instance, which forwards every one of them
+  // through Redis (droid-cluster-fwd). The driver counts Redis's commands per request in
+  // these rows and checks from them that the fwd row's requests were forwarded and the
+  // owner row's were not (verifyForwarding).
+  { name: 'droid-cluster-owner', label: 'protocol_droid SSE, 2 instances, every request to the owner', stateful: true, forwarded: false, start: () => startCluster('droid-cluster-owner', 'owner') },
+  { name: 'droid-cluster-fwd', label: 'protocol_droid SSE, 2 instances, every request forwarded', stateful: true, forwarded: true, start: () => startCluster('droid-cluster-fwd', 'fwd') },
   { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--stateless', '--json-response'], 'droid-stateless') },
   // 2026-07-28 requests are stateless by nature: the same server as droid-json, no flag.
   { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-2026') },
@@ -494,9 +547,42 @@ async function settle() {
   }
 }
 
+/// Redis's commands served so far, by command (INFO commandstats: `cmdstat_NAME:calls=N,...`),
+/// less redis-cli's own (`info`, `command`). Read before and after a run of the rows that
+/// have a Redis, outside the CPU window: their difference over the requests is the Redis
+/// commands a request costs (heartbeats included, a few a second).
+function redisCommandStats(port) {
+  let out;
+  try {
+    out = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8', timeout: 5000 });
+  } catch {
+    return null;  // Redis gone: the run is still timed, without its command counts
+  }
+  const calls = {};
+  for (const m of out.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (m[1] !== 'info' && m[1] !== 'command') calls[m[1]] = Number(m[2]);
+  }
+  return calls;
+}
+
+/// A session's record in Redis (docs/scale-out.md: the hash `droid:s:ID`): its owner (the
+/// member, `b1:...` or `b2:...` in the cluster rows) and its epoch, which every takeover bumps.
+function sessionOwner(port, sid) {
+  let out = '';
+  try {
+    out = execFileSync('redis-cli', ['-p', String(port), 'HMGET', `droid:s:${sid}`, 'owner', 'epoch'], { encoding: 'utf8', timeout: 5000 });
+  } catch {
+    // Redis gone: an empty owner, which fails the check that reads it.
+  }
+  const [owner = '', epoch = ''] = out.split('\n');
+  return { owner, epoch };
+}
+
 function runWrk(server, conns, seconds) {
   const threads = server.threadPerConnection ? conns : conns >= 2 ? 2 : 1;
   const args = ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', server.lua ?? callLua, server.url];
+  const redis0 = server.redisPort ? redisCommandStats(server.redisPort) : null;
+  const parts0 = server.redisPort ? cpuByProcess(server.child.pid) : null;
   const before = cpuMicros(server.child.pid);
   const machine0 = machineMicros();
   const t0 = process.hrtime.bigint();
@@ -513,10 +599,28 @@ function runWrk(server, conns, seconds) {
     child.on('error', reject);
     child.on('exit', (code) => {
       const cpu = cpuMicros(server.child.pid) - before;
+      const parts1 = parts0 ? cpuByProcess(server.child.pid) : null;
       const machine1 = machineMicros();
       const wall = Number(process.hrtime.bigint() - t0) / 1e3;
       if (code !== 0) return reject(new Error(`wrk exited with ${code}: ${out}`));
       const r = parseWrk(out);
+      const redis1 = redis0 ? redisCommandStats(server.redisPort) : null;
+      if (redis0 && redis1) {
+        // Redis commands per request, by command and in all (the cluster rows' check that
+        // their requests were, or were not, forwarded reads `publish`).
+        r.redisPerRequest = {};
+        let all = 0;
+        for (const [k, v] of Object.entries(redis1)) {
+          const d = v - (redis0[k] ?? 0);
+          if (!d) continue;
+          r.redisPerRequest[k] = r.requests ? d / r.requests : NaN;
+          all += d;
+        }
+        r.redisCommandsPerRequest = r.requests ? all / r.requests : NaN;
+        // Where the group's CPU went: µs per request of each instance, Redis and nginx.
+        r.cpuByProcess = Object.fromEntries(Object.entries(parts1)
+          .map(([k, v]) => [k, r.requests ? (v - (parts0[k] ?? 0)) / r.requests : NaN]));
+      }
       r.cpuPerRequest = r.requests ? cpu / r.requests : NaN;
       r.serverCores = cpu / wall;
       r.wrkCores = parseTimes(out) / wall;
@@ -562,10 +666,13 @@ async function httpSection() {
   const live = [];
   for (const s of httpServers.filter(picked)) {
     try {
-      const { child, url } = await s.start();
+      const { child, url, initUrl, redisPort } = await s.start();
       s.child = child;
       s.url = url;
-      s.sid = s.stateful ? await initialize(url) : '';
+      s.redisPort = redisPort;
+      // The cluster rows initialize their session on the instance that is to own it (b1),
+      // which is not the one wrk drives in droid-cluster-fwd.
+      s.sid = s.stateful ? await initialize(initUrl ?? url) : '';
       if (s.sessions) {
         // Each on a connection of its own, as each client makes its session: connections
         // are spread over the shards in turn, and so are the sessions they initialize.
@@ -576,6 +683,11 @@ async function httpSection() {
           agent.destroy();
         }
       }
+      if (s.forwarded !== undefined) {
+        // The session must belong to b1, the instance it was initialized on.
+        s.ownerAtStart = sessionOwner(s.redisPort, s.sid);
+        if (!s.ownerAtStart.owner.startsWith('b1')) throw new Error(`the session's record names ${JSON.stringify(s.ownerAtStart)}, not b1`);
+      }
       if (s.name.startsWith('nginx')) {
         // The floor does no MCP work; its fixed answer is checked all the same.
         const r = await post(url, echoCall(1));
@@ -584,7 +696,7 @@ async function httpSection() {
         await checkEcho(url, s.sid, s.era);
       }
       live.push(s);
-      log(`${s.name}: ${url}${s.sid ? ` session ${s.sid}` : ''} (answer checked)`);
+      log(`${s.name}: ${url}${s.sid ? ` session ${s.sid}` : ''}${initUrl && initUrl !== url ? ` (initialized on ${initUrl})` : ''} (answer checked)`);
     } catch (e) {
       log(`${s.name}: not benchmarked: ${e.message}`);
       results.notes.push(`${s.name} was not benchmarked: ${e.message}`);
@@ -609,12 +721,15 @@ async function httpSection() {
         ++done;
         log(`[${done}/${total}] ${s.name} c=${c}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} us p99 ${r.p99} us ` +
           `cpu ${r.cpuPerRequest.toFixed(1)} us/req, cores: server ${r.serverCores.toFixed(2)} wrk ${r.wrkCores.toFixed(2)} ` +
-          `other ${r.otherCores.toFixed(2)} steal ${r.stealCores.toFixed(2)}${r.non2xx || r.socketErrors ? ` ERRORS non2xx=${r.non2xx} socket=${r.socketErrors}` : ''}`);
+          `other ${r.otherCores.toFixed(2)} steal ${r.stealCores.toFixed(2)}` +
+          `${r.redisPerRequest ? `, redis ${r.redisCommandsPerRequest.toFixed(2)} cmds/req (publish ${(r.redisPerRequest.publish ?? 0).toFixed(2)})` : ''}` +
+          `${r.non2xx || r.socketErrors ? ` ERRORS non2xx=${r.non2xx} socket=${r.socketErrors}` : ''}`);
         delete r.raw;
         runs.get(s.name).get(c).push(r);
       }
     }
   }
+  for (const s of live) if (s.forwarded !== undefined) verifyForwarding(s, runs.get(s.name));
   // The answers are checked again after the load: a server that broke under it would
   // otherwise leave numbers that mean nothing.
   for (const s of live) {
@@ -629,6 +744,7 @@ async function httpSection() {
   for (const s of live) {
     for (const c of opt.connections) {
       const rs = runs.get(s.name).get(c);
+      const withRedis = rs.filter((r) => r.redisPerRequest);
       results.http.push({
         server: s.name,
         label: s.label,
@@ -642,9 +758,59 @@ async function httpSection() {
         server_cores: stats(rs.map((r) => r.serverCores)),
         wrk_cores: stats(rs.map((r) => r.wrkCores)),
         other_cores_max: Math.max(...rs.map((r) => r.otherCores)),
+        // The rows with a Redis (over the runs whose counts could be read).
+        ...(withRedis.length ? {
+          redis_commands_per_request: stats(withRedis.map((r) => r.redisCommandsPerRequest)),
+          // Server CPU µs per request by process (b1, b2, redis-server, nginx), medians.
+          cpu_us_per_request_by_process: Object.fromEntries([...new Set(withRedis.flatMap((r) => Object.keys(r.cpuByProcess)))].sort()
+            .map((k) => [k, median(withRedis.map((r) => r.cpuByProcess[k] ?? 0))])),
+          // Per command, the median over the runs (a command a run did not send counts 0).
+          redis_per_request: Object.fromEntries([...new Set(withRedis.flatMap((r) => Object.keys(r.redisPerRequest)))].sort()
+            .map((k) => [k, median(withRedis.map((r) => r.redisPerRequest[k] ?? 0))])),
+        } : {}),
+        ...(s.forwarded !== undefined ? { forwarding_check: s.forwardingCheck } : {}),
         runs: rs,
       });
     }
+  }
+}
+
+/// The check that droid-cluster-fwd's requests were all forwarded and droid-cluster-owner's
+/// were served by their owner, from what Redis saw:
+/// - the session's record still names b1 at the same epoch after every run: nobody took the
+///   session over, so b2 never held it and could serve none of its requests itself (in the
+///   fwd row, each one went to b1's inbox);
+/// - in every run of the fwd row, at least one PUBLISH per request (the request on b1's
+///   inbox; the events relayed back add more); in the owner row, almost none (heartbeats).
+/// A failed check goes to the notes (and results.json's `forwarding_check`): that row's
+/// numbers then do not measure what its name says.
+function verifyForwarding(s, cells) {
+  const end = sessionOwner(s.redisPort, s.sid);
+  const problems = [];
+  if (end.owner !== s.ownerAtStart.owner || end.epoch !== s.ownerAtStart.epoch) {
+    problems.push(`the session moved: owner ${s.ownerAtStart.owner} epoch ${s.ownerAtStart.epoch} before the load, ` +
+      `${end.owner || '(no record)'} epoch ${end.epoch} after`);
+  }
+  const publishes = [];
+  for (const [c, rs] of cells) {
+    for (const r of rs) {
+      const p = r.redisPerRequest?.publish ?? 0;
+      publishes.push(p);
+      if (s.forwarded && !(p >= 1)) problems.push(`${p.toFixed(2)} PUBLISH per request at ${c} connections (< 1: not every request was forwarded)`);
+      if (!s.forwarded && p > 0.05) problems.push(`${p.toFixed(2)} PUBLISH per request at ${c} connections (requests were forwarded)`);
+    }
+  }
+  s.forwardingCheck = {
+    owner: end.owner, epoch: end.epoch, ok: problems.length === 0, problems,
+    publish_per_request: stats(publishes),
+  };
+  const what = s.forwarded ? 'every request forwarded to the owner b1 through Redis' : 'every request served by its owner b1';
+  if (problems.length) {
+    log(`${s.name}: FORWARDING CHECK FAILED: ${problems.join('; ')}`);
+    results.notes.push(`${s.name}: the check that ${what} failed: ${problems.join('; ')}`);
+  } else {
+    log(`${s.name}: checked: ${what} (session still owned by ${end.owner} at epoch ${end.epoch}; ` +
+      `PUBLISH per request ${publishes.map((p) => p.toFixed(2)).join(', ')})`);
   }
 }
 
@@ -984,12 +1150,7 @@ async function callgrindSection() {
   const servers = [
     { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, args: ['--http', '127.0.0.1:0'] },
-    // docs/scale-out.md's rows: against droid-sse, what Redis costs a request (CPU of Redis
-  // included), and what two instances behind nginx cost when half the requests reach the
-  // instance that does not own the session.
-  { name: 'droid-sse-redis', label: 'protocol_droid SSE, events written behind to Redis', stateful: true, start: startRedisInstance },
-  { name: 'droid-cluster-2', label: 'protocol_droid SSE, 2 instances behind nginx (1 thread each)', stateful: true, start: startTwoInstances },
-  { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
+    { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
     { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'nginx', label: 'nginx (one process)', nginx: true },
   ];
@@ -1033,7 +1194,7 @@ async function memorySection() {
   const n = opt.sessions;
   // Every stream comes from 127.0.0.1: without lifting the per-address limit (256 open
   // requests and streams by default), all but 256 GETs would be refused with 429.
-  const { child, url } = await startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--max-requests-per-address', '0'], 'droid-memory');
+  const { child, url } = await startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--max-requests-per-address', '0', '--max-sessions-per-tenant', '0'], 'droid-memory');
   const port = Number(new URL(url).port);
   const mem = { server: 'droid-sse', sessions_asked: n };
   try {
@@ -1153,6 +1314,13 @@ function headline() {
     add(`JSON mode server CPU µs/req vs nginx (${floor.server}), ${c} conns`,
       ratio(row('droid-json', c)?.cpu_us_per_request.median, floor.cpu_us_per_request.median), ...target('≤ 1.40×', (v) => v <= 1.4));
   }
+  // Several instances: what forwarding a request through Redis costs against serving it
+  // on the session's owner, both rows with two instances and one Redis counted.
+  for (const c of [1, 16, 64]) {
+    add(`forwarded request vs owner's, server CPU µs/req (droid-cluster-fwd / droid-cluster-owner), ${c} conns`,
+      ratio(row('droid-cluster-fwd', c)?.cpu_us_per_request.median, row('droid-cluster-owner', c)?.cpu_us_per_request.median),
+      ...(c === 64 ? ['≤ 2.00×', (v) => v <= 2] : ['—', () => true]));
+  }
   // Scaling: what a second shard buys, per core of server CPU (1.00× would be perfect).
   const perCore = (name) => {
     const r = row(name, 64);
@@ -1238,6 +1406,47 @@ function markdown() {
       '(for the rows over TLS, the faster nginx TLS configuration). ' +
       '"cores": CPU time over wall time of the server and of wrk (medians), and the most any run saw used by ' +
       'everything else on the machine (noise; 0 on a quiet machine).', '');
+  }
+  const redisRows = results.http.filter((r) => r.redis_commands_per_request);
+  if (redisRows.length) {
+    L.push('## Several instances: Redis commands per request, a forwarded request against its owner\'s', '');
+    L.push('| server | conns | req/s | server CPU µs/req | of which, by process | Redis commands/req | by command (per request) |', '|---|---:|---:|---:|---|---:|---|');
+    for (const c of results.options.connections) {
+      for (const r of redisRows.filter((x) => x.connections === c)) {
+        const by = Object.entries(r.redis_per_request).filter(([, v]) => v >= 0.005).sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+        const split = Object.entries(r.cpu_us_per_request_by_process ?? {}).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
+        L.push(`| ${r.server} | ${c} | ${range(r.rps, fmtInt)} | ${range(r.cpu_us_per_request, (x) => x.toFixed(1))} | ${split} | ` +
+          `${range(r.redis_commands_per_request, (x) => x.toFixed(2))} | ${by} |`);
+      }
+    }
+    const own = (c) => row('droid-cluster-owner', c);
+    const fwd = (c) => row('droid-cluster-fwd', c);
+    if (results.options.connections.some((c) => own(c) && fwd(c))) {
+      // The fwd row's Redis commands less its PUBLISHes are the write-behind a request
+      // costs; the owner row runs the same requests, so fewer commands there mean that its
+      // write-behind was not all sent (the Redis client drops commands past its pipeline's
+      // bound when Redis falls behind), and its CPU is then flattered by that much.
+      L.push('', '| conns | owner CPU µs/req | forwarded CPU µs/req | forwarded / owner | forwarded − owner µs | Redis cmds/req owner / forwarded | owner\'s write-behind not sent /req |',
+        '|---:|---:|---:|---:|---:|---:|---:|');
+      for (const c of results.options.connections) {
+        const o = own(c);
+        const f = fwd(c);
+        if (!o || !f) continue;
+        L.push(`| ${c} | ${o.cpu_us_per_request.median.toFixed(1)} | ${f.cpu_us_per_request.median.toFixed(1)} | ` +
+          `${fmtRatio(ratio(f.cpu_us_per_request.median, o.cpu_us_per_request.median))} | ` +
+          `${(f.cpu_us_per_request.median - o.cpu_us_per_request.median).toFixed(1)} | ` +
+          `${o.redis_commands_per_request.median.toFixed(2)} / ${f.redis_commands_per_request.median.toFixed(2)} | ` +
+          `${Math.max(0, f.redis_commands_per_request.median - (f.redis_per_request.publish ?? 0) - o.redis_commands_per_request.median).toFixed(2)} |`);
+      }
+    }
+    const checks = [...new Map(results.http.filter((r) => r.forwarding_check).map((r) => [r.server, r.forwarding_check])).entries()];
+    L.push('', 'Server CPU counts every process of the row: the instances (b1, b2; `bench` for droid-sse-redis), Redis and ' +
+      '(droid-cluster-2) nginx. Redis commands: INFO commandstats before and after each run, over the requests (heartbeats included). ' +
+      'droid-cluster-owner sends every request to b1, which owns the session; droid-cluster-fwd sends every request ' +
+      'to b2, which forwards it through Redis to b1. ' +
+      (checks.length ? 'Forwarding check (the session\'s record unchanged after the load; PUBLISH per request ≥ 1 forwarded, ≈ 0 owner): ' +
+        checks.map(([n, k]) => `${n} ${k.ok ? 'passed' : `FAILED (${k.problems.join('; ')})`}`).join(', ') + '.' : ''), '');
   }
   if (results.stdio.length) {
     L.push('## stdio: pipelined tools/call through a pipe', '');
