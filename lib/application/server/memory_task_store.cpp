@@ -19,8 +19,9 @@ std::string_view to_string(task_status s) noexcept {
   return "working";
 }
 
-memory_task_store::memory_task_store(std::size_t max_tasks, std::size_t max_result_bytes, clock_fn now)
-    : max_tasks_(max_tasks), max_result_bytes_(max_result_bytes), now_(std::move(now)) {}
+memory_task_store::memory_task_store(std::size_t max_tasks, std::size_t max_result_bytes, clock_fn now,
+                                     std::size_t max_per_tenant)
+    : max_tasks_(max_tasks), max_result_bytes_(max_result_bytes), now_(std::move(now)), max_per_tenant_(max_per_tenant) {}
 
 std::chrono::system_clock::time_point memory_task_store::now() const {
   return now_ ? now_() : std::chrono::system_clock::now();
@@ -28,6 +29,10 @@ std::chrono::system_clock::time_point memory_task_store::now() const {
 
 void memory_task_store::erase(map::iterator it) {
   result_bytes_ -= it->second.record.result.size() + it->second.record.error.size();
+  if (const std::string& tenant = it->second.record.tenant; !tenant.empty()) {
+    auto held = per_tenant_.find(tenant);
+    if (held != per_tenant_.end() && --held->second == 0) per_tenant_.erase(held);
+  }
   by_order_.erase(it->second.order);
   tasks_.erase(it);
 }
@@ -57,6 +62,13 @@ std::optional<std::string> memory_task_store::create(task_record record) {
     return "the results of finished tasks fill the server's task store (" + std::to_string(max_result_bytes_) +
            " bytes); try again when some have expired";
   if (tasks_.contains(record.id)) return "a task with this id exists already";
+  if (max_per_tenant_ != 0 && !record.tenant.empty()) {
+    auto held = per_tenant_.find(record.tenant);
+    if (held != per_tenant_.end() && held->second >= max_per_tenant_)
+      return "this client holds as many tasks as it may (server_options::task_options::max_tasks_per_tenant, " +
+             std::to_string(max_per_tenant_) + "); try again when one has finished and expired, or delete one";
+  }
+  if (!record.tenant.empty()) ++per_tenant_[record.tenant];
   if (record.created_at == std::chrono::system_clock::time_point{}) record.created_at = t;
   record.last_updated_at = record.created_at;
   const std::uint64_t order = next_order_++;

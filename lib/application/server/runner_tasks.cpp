@@ -28,6 +28,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <droid/application/server/request_origin.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
@@ -103,6 +104,11 @@ bool runner_call::become_task(std::string& refusal) {
   task_record record;
   record.id = detail::task_engine::mint_id();
   record.owner = state.task_owner(*peer);
+  if (!peer->principal.empty()) {
+    record.tenant = "p" + peer->principal;
+  } else if (const request_origin* o = origin(); o && !o->remote_address.empty()) {
+    record.tenant = "a" + o->remote_address;
+  }
   record.created_at = std::chrono::system_clock::now();
   record.last_updated_at = record.created_at;
   record.ttl = offer.ttl.count() > 0 ? std::min(offer.ttl, options.ttl) : options.ttl;

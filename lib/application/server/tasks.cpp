@@ -22,7 +22,9 @@ namespace droid::detail {
 task_engine::task_engine(const server_options::task_options& options)
     : options_(options),
       memory_(options.store ? nullptr
-                            : std::make_shared<memory_task_store>(options.max_tasks, options.max_result_bytes)),
+                            : std::make_shared<memory_task_store>(options.max_tasks, options.max_result_bytes,
+                                                                  memory_task_store::clock_fn{},
+                                                                  options.max_tasks_per_tenant)),
       store_(options.store ? options.store : memory_) {}
 
 std::string task_engine::mint_id() { return base64url_encode(random_bytes(16)); }

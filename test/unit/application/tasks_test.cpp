@@ -523,4 +523,31 @@ TEST_SUITE("application/tasks") {
     CHECK(code_of(d.request("tasks/get", R"({"taskId":"x"})")) == -32601);
     d.stop();
   }
+
+  TEST_CASE("the task table is shared out per tenant: one tenant's share full, another's tasks go on") {
+    auto clock = std::make_shared<std::chrono::system_clock::time_point>(std::chrono::system_clock::now());
+    droid::memory_task_store store(16, 1u << 20, [clock] { return *clock; }, 2);
+    const auto task = [&](std::string id, std::string tenant) {
+      droid::task_record r;
+      r.id = std::move(id);
+      r.tenant = std::move(tenant);
+      r.ttl = std::chrono::minutes(1);
+      r.created_at = *clock;
+      return r;
+    };
+    CHECK_FALSE(store.create(task("a1", "pA")));
+    CHECK_FALSE(store.create(task("a2", "pA")));
+    const auto refused = store.create(task("a3", "pA"));
+    REQUIRE(refused);
+    CHECK(refused->find("max_tasks_per_tenant") != std::string::npos);
+    CHECK_FALSE(store.create(task("b1", "pB")));
+    CHECK_FALSE(store.create(task("n1", "")));  // no tenant known (stdio): no share
+    // A removed task gives its place back; so does one that expired.
+    store.remove("a1");
+    CHECK_FALSE(store.create(task("a4", "pA")));
+    CHECK(store.create(task("a5", "pA")));
+    *clock += std::chrono::minutes(2);
+    CHECK_FALSE(store.create(task("a6", "pA")));
+  }
 }
+

@@ -136,6 +136,10 @@ struct server_options {
     /// Tasks held at once, running or finished within their time to live; past it a new
     /// task is refused with an error (a finished result is never dropped early).
     std::size_t max_tasks = 1024;
+    /// Tasks one tenant (the principal when authenticated, the client's address
+    /// otherwise) may hold of them: one client filling the table would refuse everyone
+    /// else's for the tasks' lifetime. 0: no share.
+    std::size_t max_tasks_per_tenant = 128;
     /// Bytes of results finished tasks may hold together before new tasks are refused.
     std::size_t max_result_bytes = 64u << 20;
     /// How long a task and its result are kept after its creation, unless the client asks

@@ -56,6 +56,10 @@ struct task_record {
   /// Who may see the task: a 2025 session and its principal, or a 2026 request's
   /// principal; empty when nothing identifies the client (the id alone then guards it).
   std::string owner{};
+  /// Whose share of the task table it uses (`server_options::task_options::
+  /// max_tasks_per_tenant`): "p" and the principal, or "a" and the client's address;
+  /// empty when neither is known (stdio), which no share limits.
+  std::string tenant{};
   task_status status = task_status::working;  ///< where the task is in its life
   std::string status_message{};  ///< a sentence for the client (`statusMessage`), or empty
   std::chrono::system_clock::time_point created_at{};  ///< `createdAt`
@@ -134,8 +138,9 @@ class memory_task_store final : public task_store {
   /// The clock type a store reads its time from.
   using clock_fn = std::function<std::chrono::system_clock::time_point()>;
   /// `now`: the clock that judges expiry and stamps updates (tests give a manual one).
+  /// `max_per_tenant`: tasks one tenant (`task_record::tenant`) may hold; 0: no share.
   explicit memory_task_store(std::size_t max_tasks = 1024, std::size_t max_result_bytes = 64u << 20,
-                             clock_fn now = {});
+                             clock_fn now = {}, std::size_t max_per_tenant = 0);
 
   std::optional<std::string> create(task_record record) override;
   std::optional<task_record> get(std::string_view id, std::string_view owner) override;
@@ -169,6 +174,10 @@ class memory_task_store final : public task_store {
   std::size_t max_tasks_;
   std::size_t max_result_bytes_;
   clock_fn now_;
+  std::size_t max_per_tenant_;
+  /// Tasks held per tenant. Why a share: one client that fills the table (tasks live an
+  /// hour by default) refuses everyone else's.
+  std::unordered_map<std::string, std::size_t> per_tenant_;
   mutable std::mutex mutex_;
   map tasks_;
   /// Creation order to id: `list` pages through it, `sweep` finds the oldest first.

@@ -34,6 +34,7 @@ std::string task_record_json(const task_record& r) {
   for (const auto& [key, request] : r.input_requests) questions.push_back(boost::json::array{key.c_str(), request.c_str()});
   boost::json::object o{{"id", r.id},
                         {"owner", r.owner},
+                        {"tenant", r.tenant},
                         {"status", to_string(r.status)},
                         {"message", r.status_message},
                         {"created", millis(r.created_at)},
@@ -55,6 +56,7 @@ std::optional<task_record> parse_task_record(std::string_view json) {
   r.id = std::string(string_of(o, "id"));
   if (r.id.empty()) return std::nullopt;
   r.owner = std::string(string_of(o, "owner"));
+  r.tenant = std::string(string_of(o, "tenant"));
   const std::string_view status = string_of(o, "status");
   bool known = false;
   for (const task_status s : {task_status::working, task_status::input_required, task_status::completed,

@@ -139,4 +139,24 @@ TEST_SUITE("adapters/http") {
     }
     CHECK(opened);
   }
+
+  TEST_CASE("tenants: one tenant's tasks are capped (the error names the limit); another's go on") {
+    droid::server_options so;
+    so.tasks.max_tasks_per_tenant = 1;
+    auth_fixture f({}, so);
+    const std::string task_caps = R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+    const auto create = [&](int id, std::string_view token) {
+      auto r = ask(f.port(), modern_request(id, "tools/call", "confirm", R"("name":"confirm","arguments":{})", task_caps,
+                                            token));
+      REQUIRE(r);
+      return boost::json::parse(r->body);
+    };
+    CHECK(create(1, "alice").at("result").at("resultType") == "task");
+    // Alice's task counts for its lifetime (finished or not): her next one is refused.
+    const auto refused = create(2, "alice");
+    REQUIRE(refused.as_object().contains("error"));
+    CHECK(refused.at("id") == 2);
+    CHECK(std::string(refused.at("error").at("message").as_string()).find("max_tasks_per_tenant") != std::string::npos);
+    CHECK(create(3, "bob").at("result").at("resultType") == "task");
+  }
 }
