@@ -170,7 +170,10 @@ TEST_SUITE("adapters/redis") {
       CHECK_MESSAGE(r->status == 503, what);
       CHECK(r->header("retry-after"));
       CHECK(r->header("mcp-session-id") == nullptr);
-      CHECK(r->body.find("Redis") != std::string::npos);
+      CHECK(r->body.find("shared store") != std::string::npos);
+      // What failed (host, port, Redis's words) is for the operator's diagnostics only.
+      CHECK(r->body.find(std::to_string(redis.port())) == std::string::npos);
+      CHECK(r->body.find("OOM") == std::string::npos);
       CHECK(boost::json::parse(r->body).at("error").at("code") == -32603);
     };
     // Full, with the default policy (noeviction): Redis refuses the record's write.
@@ -186,9 +189,18 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(r);
     CHECK(result_text(sse_messages(r->body)) == "found");
     // Down: refused at once, not acknowledged as a session nobody else could find.
+    const std::string port = std::to_string(redis.port());
     redis.stop();
     refused("Redis down");
     CHECK(a.listener->sessions() == 1);  // the earlier session is served from memory
+    // A session b does not hold, with Redis down: 503 that names no host and no port.
+    raw_connection other(b.port(), guard_ms);
+    other.send(mcp_post(call(2, "echo", R"({"text":"x"})"), session_header("not-held-anywhere")));
+    r = other.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->header("retry-after"));
+    CHECK(r->body.find(port) == std::string::npos);
   }
 
   TEST_CASE("an owner that is heard from but never takes a request up: 503 naming the request, with Retry-After") {
@@ -376,8 +388,13 @@ TEST_SUITE("adapters/redis") {
     // b's client stream ends without the answer ("brk"), for a resume.
     const std::string tail = fc.cb.read_until("0\r\n\r\n");
     CHECK(tail.find("waited") == std::string::npos);
-    // The resume finds the error the owner wrote, never silence and never "waited".
-    const std::string body = resume(fc.b.port(), fc.sid, event, "may be sent again");
+    // The resume finds the error the owner wrote, never silence and never "waited". (A
+    // resumed stream may itself be cut before it, as any relayed stream may when the
+    // asker's Redis connection is judged lost on a loaded machine: the client resumes
+    // again, as the protocol has it. Three times at most.)
+    std::string body;
+    for (int i = 0; i < 3 && body.find("may be sent again") == std::string::npos; ++i)
+      body = resume(fc.b.port(), fc.sid, event, "may be sent again");
     CHECK_MESSAGE(body.find("lost its hold") != std::string::npos, body);
     CHECK(body.find("waited") == std::string::npos);
     CHECK(redis_cli(fc.redis, {"EXISTS", "droid:i:" + fc.a_member}) == "1");  // taken again

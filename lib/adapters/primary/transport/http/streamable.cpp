@@ -205,10 +205,13 @@ task<streamable_endpoint::found_session> streamable_endpoint::find_session(conne
         out.owner = std::move(where.owner);
         co_return out;
       case cluster::located::where::unavailable: {
-        // Fails fast (the client says why at once) and says when to come back.
-        std::string why = "Service Unavailable: the session store (Redis) cannot be reached (";
-        why.append(st_.peers->store_failure(c.home().index)).append("); try again shortly");
-        out.answered = co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
+        // Fails fast and says when to come back. What failed (a host, a port, Redis's own
+        // words) is the operator's to read, in the diagnostics, not every client's.
+        st_.peers->report_store_failure(c.home().index);
+        out.answered = co_await c.reply_rpc_error(
+            503, ir::errc::internal_error,
+            "Service Unavailable: the session store cannot be reached; try again shortly", false,
+            "Retry-After: 1\r\n");
         co_return out;
       }
       case cluster::located::where::nowhere: break;
@@ -423,9 +426,10 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
         if (look > 0) co_await pause_before_looking(c);
         const cluster::task_location where = co_await st_.peers->locate_task(c.home().index, *task_id);
         if (where.is == cluster::task_location::where::unavailable) {
-          std::string why = "Service Unavailable: the task store (Redis) cannot be reached (";
-          why.append(st_.peers->store_failure(c.home().index)).append("); try again shortly");
-          co_return co_await c.reply_rpc_error(503, ir::errc::internal_error, why, false, "Retry-After: 1\r\n");
+          st_.peers->report_store_failure(c.home().index);
+          co_return co_await c.reply_rpc_error(503, ir::errc::internal_error,
+                                               "Service Unavailable: the task store cannot be reached; try again shortly",
+                                               false, "Retry-After: 1\r\n");
         }
         if (where.is == cluster::task_location::where::here) break;
         if (auto forwarded = co_await forward_sessionless(c, msg, std::string(*version), where.owner, who))

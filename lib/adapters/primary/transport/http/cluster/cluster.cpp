@@ -444,7 +444,14 @@ task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, s
     if (told != delivery::nobody) co_return told;
     const std::optional<bool> lease = co_await store_->lease_exists(shard, owner);
     if (!lease) co_return delivery::unavailable;
-    if (!*lease) co_return delivery::nobody;  // gone for good: look again
+    if (!*lease) {
+      // Gone for good: its last heartbeat must not make the next look take it for alive
+      // (and forward to it again) for the rest of `instance_ttl`; the look finds its
+      // sessions and tasks free to take over.
+      std::lock_guard lock(mutex_);
+      seen_.erase(owner);
+      co_return delivery::nobody;
+    }
     if (clock_type::now() >= until) co_return delivery::unavailable;
     asio::steady_timer pause(shards_[shard], std::min<clock_type::duration>(opts_.heartbeat / 4, std::chrono::milliseconds(50)));
     (void)co_await pause.async_wait(use_task);
@@ -473,8 +480,10 @@ void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_si
                           bool refuse, std::function<void(std::vector<sse_event>&)> refused) -> task<void> {
     const std::optional<std::string> missing = co_await self->store_->written(shard);
     if (refuse && missing) {
-      std::string why = "Service Unavailable: the shared store (Redis) did not take this server's write (";
-      why.append(*missing).append("); nothing was kept, try again shortly");
+      self->st_.srv.diagnose(diagnostic_level::warning, "the shared store did not take a write; the answer was refused",
+                             {{"transport", "http"}, {"error", *missing}});
+      std::string why = "Service Unavailable: the shared store did not take this server's write; nothing was kept, "
+                        "try again shortly";
       if (refused) {
         std::vector<sse_event> held;
         s->drain(held);
@@ -488,6 +497,12 @@ void cluster::accept_when_written(std::size_t shard, std::shared_ptr<response_si
   };
   spawn(shards_[shard], barrier(shared_from_this(), shard, std::move(sink), refuse_unwritten, std::move(on_refused)),
         [](std::exception_ptr) {});
+}
+
+void cluster::report_store_failure(std::size_t index) const {
+  std::string why = store_->last_failure(index);
+  st_.srv.diagnose(diagnostic_level::warning, "the shared store cannot be reached",
+                   {{"transport", "http"}, {"error", why.empty() ? std::string("no reply") : std::move(why)}});
 }
 
 void cluster::remember_owner(const std::string& id, const std::string& owner, const std::string& principal) {

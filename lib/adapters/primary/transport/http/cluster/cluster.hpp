@@ -113,8 +113,10 @@ class cluster : public std::enable_shared_from_this<cluster> {
   /// reach it, and its previous life's sessions are taken over, not mistaken for its own.
   [[nodiscard]] const std::string& member() const noexcept { return member_; }
   [[nodiscard]] const options::scale_out& settings() const noexcept { return opts_; }
-  /// Why the shared store failed on shard `index` last, for an error message.
-  [[nodiscard]] std::string store_failure(std::size_t index) const { return store_->last_failure(index); }
+  /// Tells the server's diagnostics why the shared store failed on shard `index` last.
+  /// Why not the client: the reason names the store's host and port and quotes its
+  /// errors, which are the operator's business; a client is told only to retry.
+  void report_store_failure(std::size_t index) const;
 
   // ---- sessions owned here --------------------------------------------------------------
   /// The event store of session `e` (on `e.shard`): the memory ring written behind to
