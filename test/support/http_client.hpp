@@ -39,9 +39,21 @@ struct http_response {
 /// A blocking TCP connection to 127.0.0.1:port with a receive timeout.
 class raw_connection {
  public:
-  explicit raw_connection(std::uint16_t port, int timeout_ms = 5000) {
+  /// `from`: a loopback source address (any of 127.0.0.0/8 on Linux), so that one test
+  /// can be several clients as the server counts them by address; null: the kernel's
+  /// choice (127.0.0.1).
+  explicit raw_connection(std::uint16_t port, int timeout_ms = 5000, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) throw std::runtime_error("socket");
+    if (from) {
+      sockaddr_in source{};
+      source.sin_family = AF_INET;
+      if (::inet_pton(AF_INET, from, &source.sin_addr) != 1 ||
+          ::bind(fd_, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+        ::close(fd_);
+        throw std::runtime_error("bind");
+      }
+    }
     timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     sockaddr_in addr{};
@@ -65,7 +77,9 @@ class raw_connection {
   }
 
   /// Reads one response; nullopt when the peer closed (or timed out) before one arrived.
-  std::optional<http_response> read_response() {
+  /// `to_head`: the response to a HEAD request, which has no body whatever its
+  /// Content-Length says.
+  std::optional<http_response> read_response(bool to_head = false) {
     http_response r;
     std::string line;
     if (!read_line(line)) return std::nullopt;
@@ -81,7 +95,8 @@ class raw_connection {
       while (!value.empty() && value.front() == ' ') value.erase(0, 1);
       r.headers.emplace_back(std::move(name), std::move(value));
     }
-    if (r.status == 100) return read_response();
+    if (r.status == 100) return read_response(to_head);
+    if (to_head) return r;
     if (const std::string* te = r.header("transfer-encoding"); te && *te == "chunked") {
       for (;;) {
         if (!read_line(line)) return std::nullopt;

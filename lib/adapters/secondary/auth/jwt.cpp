@@ -117,7 +117,11 @@ std::optional<parsed_token> parse_token(std::string_view token, std::size_t max_
     return std::nullopt;
   }
   if (const auto* typ = h.if_contains("typ")) {
-    if (!typ->is_string() || !(iequals(typ->get_string(), "JWT") || iequals(typ->get_string(), "at+jwt"))) {
+    // A media type whose `application/` may be left out (RFC 7515 §4.1.9): RFC 9068 §4
+    // names `application/at+jwt` and `at+jwt` as the same type, and both must pass.
+    std::string_view type_name = typ->is_string() ? std::string_view(typ->get_string()) : std::string_view();
+    if (type_name.size() > 12 && iequals(type_name.substr(0, 12), "application/")) type_name.remove_prefix(12);
+    if (!typ->is_string() || !(iequals(type_name, "JWT") || iequals(type_name, "at+jwt"))) {
       error = refuse(token_error::malformed, "the token's typ is not JWT or at+jwt");
       return std::nullopt;
     }
@@ -215,7 +219,9 @@ verification check_claims(const jwt_options& o, std::string_view claims_json) {
   if (!iss || !iss->is_string() || iss->get_string() != o.issuer)
     return refuse(token_error::wrong_issuer, "the token is from another issuer");
   // Audience binding (RFC 8707, RFC 9068 section 4): a token the client obtained for
-  // another resource server must not be replayable here.
+  // another resource server must not be replayable here. Only `aud` counts: RFC 9068 §4
+  // has the resource server check that the audience names it, and a `resource` claim
+  // beside another audience says what the client asked for, not whom the token is for.
   bool for_us = false;
   if (const auto* aud = c.if_contains("aud")) {
     if (aud->is_string()) {
@@ -223,10 +229,6 @@ verification check_claims(const jwt_options& o, std::string_view claims_json) {
     } else if (aud->is_array()) {
       for (const auto& a : aud->get_array()) for_us = for_us || (a.is_string() && a.get_string() == o.audience);
     }
-  }
-  if (!for_us) {
-    const auto* resource = c.if_contains("resource");
-    for_us = resource && resource->is_string() && resource->get_string() == o.audience;
   }
   if (!for_us) return refuse(token_error::wrong_audience, "the token is not for this server");
   const auto* sub = c.if_contains("sub");

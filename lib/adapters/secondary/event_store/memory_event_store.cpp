@@ -5,6 +5,10 @@
 
 namespace droid {
 
+memory_event_store::~memory_event_store() {
+  if (account_) account_->refund(bytes_);
+}
+
 void memory_event_store::evict_front() {
   const event& oldest = events_.front();
   if (auto it = streams_.find(oldest.stream); it != streams_.end()) {
@@ -18,8 +22,19 @@ void memory_event_store::evict_front() {
 }
 
 void memory_event_store::pop_front() {
-  bytes_ -= events_.front().data.size();
+  const std::size_t n = events_.front().data.size();
+  bytes_ -= n;
+  if (account_) account_->refund(n);
   events_.pop_front();
+}
+
+void memory_event_store::forget_unkept(std::uint64_t stream, std::uint64_t seq) {
+  auto [it, fresh] = streams_.try_emplace(stream);
+  stream_state& st = it->second;
+  st.last = st.evicted = seq;
+  // Nothing held, not finished: the state goes (see evict_front), and the stream's next
+  // event brings it back with everything before marked evicted.
+  if (st.held == 0 && !st.finished) streams_.erase(it);
 }
 
 void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {
@@ -27,15 +42,25 @@ void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::st
   if (data.size() > max_bytes_) {
     // Too large to keep: recorded as sent and evicted at once, so a replay from before it
     // refuses instead of skipping it. Nothing else is evicted for it.
-    auto [it, fresh] = streams_.try_emplace(stream);
-    stream_state& st = it->second;
-    st.last = st.evicted = seq;
-    // Nothing held, not finished: the state goes (see evict_front), and the stream's next
-    // event brings it back with everything before marked evicted.
-    if (st.held == 0 && !st.finished) streams_.erase(it);
+    forget_unkept(stream, seq);
     return;
   }
   while (!events_.empty() && (events_.size() == capacity_ || bytes_ + data.size() > max_bytes_)) evict_front();
+  if (account_) {
+    // The tenant's or the server's share is full: this session gives up its own oldest
+    // events for the new one (a client resumes what it just lost, not what it lost long
+    // ago); with none left to give, the new event is not kept. Never another session's:
+    // a store knows only its own, and evicting a neighbour's would let one tenant's
+    // traffic erase another's resumable answers.
+    while (!account_->charge(data.size())) {
+      account_->note_squeezed();
+      if (events_.empty()) {
+        forget_unkept(stream, seq);
+        return;
+      }
+      evict_front();
+    }
+  }
   events_.push_back(event{stream, seq, std::string(data)});
   bytes_ += data.size();
   auto [it, fresh] = streams_.try_emplace(stream);

@@ -438,13 +438,13 @@ TEST_SUITE("auth") {
       CHECK(r.who->expires_at > std::chrono::system_clock::now());
       CHECK(r.who->expires_at < std::chrono::system_clock::now() + 301s);
     }
-    SUBCASE("scp as an array, azp as the client, typ JWT or absent") {
+    SUBCASE("scp as an array, azp as the client, typ JWT, at+jwt (with or without application/) or absent") {
       auto c = good_claims();
       c.erase("scope");
       c.erase("client_id");
       c["azp"] = "other-client";
       c["scp"] = boost::json::array{"a", "b", "a"};
-      for (const char* typ : {"JWT", "jwt", "AT+JWT", ""}) {
+      for (const char* typ : {"JWT", "jwt", "AT+JWT", "application/at+jwt", "Application/JWT", ""}) {
         boost::json::object h{{"alg", "EdDSA"}, {"kid", "ed-1"}};
         if (*typ) h["typ"] = typ;
         const auto r = verify(*v, sign_raw(k().ed, boost::json::serialize(h), boost::json::serialize(c)));
@@ -453,6 +453,9 @@ TEST_SUITE("auth") {
         CHECK(r.who->client_id == "other-client");
       }
       boost::json::object h{{"alg", "EdDSA"}, {"kid", "ed-1"}, {"typ", "JOSE+JSON"}};
+      CHECK(error_of(*v, sign_raw(k().ed, boost::json::serialize(h), boost::json::serialize(c))) ==
+            token_error::malformed);
+      h["typ"] = "application/logout+jwt";
       CHECK(error_of(*v, sign_raw(k().ed, boost::json::serialize(h), boost::json::serialize(c))) ==
             token_error::malformed);
     }
@@ -497,8 +500,11 @@ TEST_SUITE("auth") {
     CHECK(error_of(*v, token(k().rsa, c)) == token_error::wrong_audience);
     c.erase("aud");
     CHECK(error_of(*v, token(k().rsa, c)) == token_error::wrong_audience);
+    // A `resource` claim names what was asked for, not the audience (RFC 9068 §4).
     c["resource"] = audience;
-    CHECK(error_of(*v, token(k().rsa, c)) == token_error::none);
+    CHECK(error_of(*v, token(k().rsa, c)) == token_error::wrong_audience);
+    c["aud"] = "https://other.example.com/mcp";
+    CHECK(error_of(*v, token(k().rsa, c)) == token_error::wrong_audience);
     c = good_claims();
     c.erase("sub");
     CHECK(error_of(*v, token(k().rsa, c)) == token_error::malformed);

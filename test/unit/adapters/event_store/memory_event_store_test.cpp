@@ -4,6 +4,7 @@
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,71 @@ TEST_SUITE("adapters/event_store") {
     CHECK(replayed(store, 2, 1, &ok) == std::vector<std::string>{"2:c"});
     CHECK(ok);
     CHECK(store.bytes() <= 100);
+  }
+
+  TEST_CASE("a tenant's sessions share one budget: past it a session evicts its own oldest, never a neighbour's") {
+    // Two tenants; each may keep 100 bytes, the server 150. Tenant a's two sessions fill
+    // its share; a's next event evicts from the session that writes it, and b's session
+    // is untouched by a's traffic.
+    auto budget = std::make_shared<droid::retention_budget>(150, 100);
+    auto a1 = std::make_unique<droid::memory_event_store>(1024, 64, 1000, budget->open("a"));
+    auto a2 = std::make_unique<droid::memory_event_store>(1024, 64, 1000, budget->open("a"));
+    droid::memory_event_store b(1024, 64, 1000, budget->open("b"));
+    CHECK(budget->tenants() == 2);
+    b.append(1, 1, std::string(40, 'b'));
+    for (std::uint64_t seq = 1; seq <= 2; ++seq) a1->append(1, seq, std::string(30, 'a'));
+    a2->append(1, 1, std::string(30, 'a'));
+    CHECK(budget->used() == 130);
+    CHECK(budget->squeezed() == 0);
+    // a's share (100) has 90: 30 more does not fit, so a2 gives up its own event 1.
+    a2->append(1, 2, std::string(30, 'a'));
+    CHECK(a2->size() == 1);
+    CHECK(a1->size() == 2);
+    CHECK(b.size() == 1);
+    CHECK(budget->squeezed() == 1);
+    bool ok = false;
+    (void)replayed(*a2, 1, 0, &ok);  // its event 1 went: refused, not skipped
+    CHECK_FALSE(ok);
+    CHECK(replayed(*a2, 1, 1, &ok) == std::vector<std::string>{"2:" + std::string(30, 'a')});
+    CHECK(ok);
+    // The server's budget (150) binds b too: b has 40 of it, a 90, so 30 more of b's
+    // would make 160. b evicts its own event and keeps the new one.
+    b.append(1, 2, std::string(30, 'b'));
+    CHECK(b.size() == 1);
+    CHECK(budget->used() == 120);
+    // A session with nothing of its own to give keeps nothing new, and a replay from
+    // before that event refuses rather than skip it.
+    droid::memory_event_store a3(1024, 64, 1000, budget->open("a"));
+    a3.append(7, 1, std::string(30, 'a'));
+    CHECK(a3.size() == 0);
+    (void)replayed(a3, 7, 0, &ok);
+    CHECK_FALSE(ok);
+    a3.append(7, 2, "x");  // small enough to fit a's share (90 + 1)
+    CHECK(replayed(a3, 7, 1, &ok) == std::vector<std::string>{"2:x"});
+    CHECK(ok);
+    // Every byte comes back as stores go; the tenant's entry goes with its last store.
+    a1.reset();
+    a2.reset();
+    CHECK(budget->used() == 31);
+    CHECK(budget->tenants() == 2);
+  }
+
+  TEST_CASE("what a store lets go of (evicted, forgotten, destroyed) is given back to the budget") {
+    auto budget = std::make_shared<droid::retention_budget>(0, 0);  // no limits: counting only
+    {
+      droid::memory_event_store store(4, 1, 1000, budget->open("t"));
+      for (std::uint64_t seq = 1; seq <= 6; ++seq) store.append(1, seq, "12345");
+      CHECK(store.size() == 4);  // capacity 4: two evicted
+      CHECK(budget->used() == 20);
+      store.finish(1, 6);
+      store.append(2, 1, "ab");
+      store.finish(2, 1);  // one finished stream is kept: stream 1 is forgotten, its events go
+      CHECK(budget->used() == store.bytes());
+      CHECK(store.bytes() == 2);
+    }
+    CHECK(budget->used() == 0);
+    CHECK(budget->tenants() == 0);
+    CHECK(budget->squeezed() == 0);
   }
 
   TEST_CASE("a stream that just finished resumes to its end; one forgotten or evicted is refused") {

@@ -12,11 +12,11 @@
 using namespace droid::test::auth;
 
 TEST_SUITE("adapters/http") {
-  TEST_CASE("auth: Protected Resource Metadata at the path-aware and the root well-known URIs, public") {
+  TEST_CASE("auth: Protected Resource Metadata at the resource's well-known URI, public; the root only for a resource without a path") {
     auth_fixture f;
-    for (const std::string path : {"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}) {
+    {
       raw_connection c(f.port());
-      c.send("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://elsewhere.example\r\n\r\n");
+      c.send("GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://elsewhere.example\r\n\r\n");
       auto r = c.read_response();
       REQUIRE(r);
       CHECK(r->status == 200);
@@ -28,9 +28,41 @@ TEST_SUITE("adapters/http") {
       CHECK(boost::json::serialize(meta.at("scopes_supported")) == R"(["read","admin"])");
       CHECK(boost::json::serialize(meta.at("bearer_methods_supported")) == R"(["header"])");
       CHECK(meta.at("resource_name").as_string() == "Auth test");
+      // HEAD: the same head, no body (RFC 9110 §9.3.2), and the connection goes on.
+      c.send("HEAD /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      auto h = c.read_response(true);
+      REQUIRE(h);
+      CHECK(h->status == 200);
+      REQUIRE(h->header("content-length"));
+      CHECK(*h->header("content-length") == std::to_string(r->body.size()));
+      c.send("GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      auto again = c.read_response();
+      REQUIRE(again);
+      CHECK(again->status == 200);
+      CHECK(again->body == r->body);
+    }
+    {
+      // RFC 9728 §3.3: the root document would have to name `http://127.0.0.1:PORT`,
+      // which is not this resource.
+      raw_connection c(f.port());
+      c.send("GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 404);
+    }
+    {
+      droid::http::options o;
+      o.auth.resource = "https://mcp.example";
+      auth_fixture root(o);
+      raw_connection c(root.port());
+      c.send("GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(boost::json::parse(r->body).at("resource").as_string() == "https://mcp.example");
     }
     raw_connection c(f.port());
-    c.send("POST /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
+    c.send("POST /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
     auto r = c.read_response();
     REQUIRE(r);
     CHECK(r->status == 405);

@@ -245,6 +245,41 @@ TEST_SUITE("adapters/http") {
     CHECK(c.read_response()->status == 404);
   }
 
+  TEST_CASE("an absolute-form target is served, and its authority is the host checked (B4, RFC 9112 §3.2.2)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    const std::string target = "http://127.0.0.1:" + std::to_string(f.port()) + "/mcp";
+    c.send(mcp_post(initialize_body, {}, target));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->header("mcp-session-id"));
+    // The authority stands for Host: a rebinding name there is refused although the
+    // Host field (ignored) names loopback.
+    c.send(mcp_post(initialize_body, {}, "http://evil.example/mcp"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    c.send(mcp_post(initialize_body, {}, "http://127.0.0.1/other"));
+    CHECK(c.read_response()->status == 404);
+  }
+
+  TEST_CASE("a HEAD is answered with a head and no body, and the connection goes on (RFC 9110 §9.3.2)") {
+    server_fixture f;
+    raw_connection c(f.port());
+    c.send("HEAD /mcp HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    auto r = c.read_response(true);
+    REQUIRE(r);
+    CHECK(r->status == 405);
+    REQUIRE(r->header("content-length"));
+    CHECK(*r->header("content-length") != "0");
+    // Had a body followed, it would be read here as the next response's status line.
+    c.send("GET /other HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 404);
+  }
+
   TEST_CASE("non-JSON content types are 415 and run nothing (A4)") {
     server_fixture f;
     raw_connection c(f.port());
@@ -538,6 +573,26 @@ TEST_SUITE("adapters/http") {
     CHECK(r->status == 200);
   }
 
+  // A body sent at full speed but for its last byte earns, under the rate rule alone,
+  // grace + 999 / 240 s; the hard cap ends it at body_timeout whatever it earned.
+  TEST_CASE("a body is cut off at body_timeout however fast its start came (B7)") {
+    droid::http::options o;
+    o.body_grace = std::chrono::milliseconds(5'000);
+    o.min_body_rate = 240;
+    o.body_timeout = std::chrono::milliseconds(500);
+    server_fixture f(o);
+    raw_connection c(f.port());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n" + std::string(999, ' '));
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = c.read_response();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    REQUIRE(r);
+    CHECK(r->status == 408);
+    CHECK(waited > std::chrono::milliseconds(400));
+    CHECK(waited < std::chrono::milliseconds(3'000));
+  }
+
   TEST_CASE("the standalone GET stream carries list_changed; a second GET is 409") {
     droid::http::options o;
     o.keep_alive_interval = std::chrono::milliseconds(200);
@@ -738,6 +793,55 @@ TEST_SUITE("adapters/http") {
     REQUIRE(messages.size() == 1);  // only what came after the progress the client saw
     CHECK(messages[0].at("id") == 3);
     CHECK(messages[0].at("result").at("content").at(0).at("text") == "waited");
+  }
+
+  TEST_CASE("one tenant's sessions keep at most its share of answers; another tenant's are kept (max_kept_bytes_per_tenant)") {
+    droid::http::options o;
+    o.max_kept_bytes_per_tenant = 100'000;
+    server_fixture f(o);
+    // Each call answers about 40 KB on its session's stream. Tenant 127.0.0.2 opens three
+    // sessions: the third answer would take its share past 100 KB, and that session has
+    // nothing of its own to evict, so its answer is sent but not kept.
+    struct call {
+      std::string sid;
+      std::string priming_id;
+    };
+    const auto big_call = [&](const char* from) {
+      raw_connection c(f.port(), 5000, from);
+      call out;
+      out.sid = f.initialize(c);
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes":40000}}})",
+                      "Mcp-Session-Id: " + out.sid + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+      auto r = c.read_response();
+      REQUIRE(r);
+      REQUIRE(r->status == 200);
+      REQUIRE(sse_messages(r->body).back().at("result").at("content").at(0).at("text").as_string().size() == 40'000);
+      const auto at = r->body.find("id: ");
+      REQUIRE(at != std::string::npos);
+      out.priming_id = r->body.substr(at + 4, r->body.find('\n', at) - at - 4);
+      return out;
+    };
+    const call a1 = big_call("127.0.0.2");
+    const call a2 = big_call("127.0.0.2");
+    CHECK(f.listener->kept_squeezed() == 0);
+    const call a3 = big_call("127.0.0.2");
+    const call b1 = big_call("127.0.0.3");
+    CHECK(f.listener->kept_squeezed() >= 1);
+    CHECK(f.listener->kept_bytes() <= 100'000 + 41'000);  // a's share, and b's one answer
+    CHECK(f.listener->kept_bytes() >= 3 * 40'000);
+    const auto resume = [&](const call& c) {
+      raw_connection get(f.port());
+      get.send("GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + c.sid +
+               "\r\nMCP-Protocol-Version: 2025-11-25\r\nLast-Event-ID: " + c.priming_id + "\r\n\r\n");
+      std::string raw = get.read_until("\r\n\r\n");
+      const bool ok = raw.rfind("HTTP/1.1 200", 0) == 0;
+      if (ok) raw += get.read_until("\"bbbb");
+      return ok && raw.find("\"result\"") != std::string::npos;
+    };
+    CHECK(resume(a1));
+    CHECK(resume(a2));
+    CHECK_FALSE(resume(a3));  // refused (400), never replayed with its answer missing
+    CHECK(resume(b1));        // a's traffic took nothing of b's
   }
 
   TEST_CASE("Last-Event-ID of another session or an unknown stream is refused, never replayed (A11)") {

@@ -661,11 +661,39 @@ TEST_SUITE("adapters/http/request_parser") {
     CHECK(old.requests.size() == 1);
   }
 
-  TEST_CASE("an absolute-form target is accepted and kept as sent (B4)") {
-    const run_result r =
-        whole("POST http://localhost:3000/mcp?x=1 HTTP/1.1\r\nHost: localhost:3000\r\nContent-Length: 0\r\n\r\n");
-    REQUIRE(r.requests.size() == 1);
-    CHECK(r.requests[0].find("POST http://localhost:3000/mcp?x=1 HTTP/1.1") == 0);
+  TEST_CASE("an absolute-form target becomes its origin form, its authority the request's host (B4)") {
+    // RFC 9112 §3.2.2: a server accepts absolute-form, and the target's authority
+    // stands for the Host field, which is then ignored.
+    request_parser p;
+    const std::string text =
+        "POST http://localhost:3000/mcp?x=1 HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: 0\r\n\r\n";
+    CHECK(p.feed(text.data(), text.size()) == text.size());
+    REQUIRE(p.complete());
+    request r = p.take();
+    CHECK(r.target == "/mcp?x=1");
+    CHECK(r.authority == "localhost:3000");
+    REQUIRE(r.host());
+    CHECK(*r.host() == "localhost:3000");
+    // An empty path is `/`; no authority is a refusal.
+    for (const auto& [line, target] : {std::pair{"GET http://a.example HTTP/1.1", "/"},
+                                       std::pair{"GET https://a.example:8443/ HTTP/1.1", "/"}}) {
+      request_parser q;
+      const std::string t = std::string(line) + "\r\nHost: a\r\n\r\n";
+      q.feed(t.data(), t.size());
+      REQUIRE(q.complete());
+      CHECK(q.take().target == target);
+    }
+    const run_result none = whole("GET http:///mcp HTTP/1.1\r\nHost: a\r\n\r\n");
+    CHECK(none.failed);
+    CHECK(none.status == 400);
+    // An origin-form request names its host in Host.
+    request_parser o;
+    const std::string origin = "GET /mcp HTTP/1.1\r\nHost: b.example\r\n\r\n";
+    o.feed(origin.data(), origin.size());
+    REQUIRE(o.complete());
+    request plain = o.take();
+    CHECK(plain.authority.empty());
+    CHECK(*plain.host() == "b.example");
   }
 
   TEST_CASE("HTTP/1.0 needs no Host, and empty lines before a request are skipped") {
@@ -703,7 +731,7 @@ TEST_SUITE("adapters/http/request_parser") {
     REQUIRE(r.requests.size() == 3);
     CHECK(r.requests[0].find("FOO /mcp HTTP/1.1") == 0);
     CHECK(r.requests[1].find("M-SEARCH * HTTP/1.1") == 0);
-    CHECK(r.requests[2].find("PROPFIND http://a/mcp HTTP/1.1") == 0);
+    CHECK(r.requests[2].find("PROPFIND /mcp HTTP/1.1") == 0);  // absolute form: its origin form
     CHECK(r.requests[2].find("body[2]: {}") != std::string::npos);
   }
 

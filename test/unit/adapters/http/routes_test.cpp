@@ -121,7 +121,7 @@ TEST_SUITE("adapters/http routes") {
     CHECK(f.get("/mcp", "Host: 127.0.0.1\r\nAccept: text/event-stream\r\n").status == 400);
   }
 
-  TEST_CASE("routes keep the Host and Origin checks, answer GET only, and a throw is 500") {
+  TEST_CASE("routes keep the Host and Origin checks, answer GET and HEAD only, and a throw is 500") {
     fixture f;
     CHECK(f.get("/metrics", "Host: evil.example\r\n").status == 403);
     CHECK(f.get("/metrics", "Host: 127.0.0.1\r\nOrigin: https://evil.example\r\n").status == 403);
@@ -132,7 +132,7 @@ TEST_SUITE("adapters/http routes") {
       auto r = c.read_response();
       REQUIRE(r);
       CHECK(r->status == 405);
-      CHECK(*r->header("allow") == "GET");
+      CHECK(*r->header("allow") == "GET, HEAD");
     }
     CHECK(f.get("/broken").status == 500);
     // No bearer token is asked for: a scraper carries none.

@@ -3,11 +3,14 @@
 /// One tenant cannot take the server from the others (docs/security.md, "Limits per
 /// tenant"): a call whose client hung up keeps its request slot until it ends, the
 /// per-address cap holds whatever principals share the address, sessions are capped per
-/// tenant, and a session whose client left is reaped after the idle timeout with its
-/// running calls cancelled. Each case sets small limits so that it runs in seconds.
+/// tenant, connections are capped per address, and a session whose client left is reaped
+/// after the idle timeout with its running calls cancelled. Each case sets small limits so that it runs in seconds.
 #include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "auth_fixture.hpp"
 
@@ -21,6 +24,20 @@ std::optional<droid::test::http_response> ask(std::uint16_t port, const std::str
   c.send(request);
   return c.read_response();
 }
+
+/// A listener with no authentication, serving on a thread of its own.
+struct plain_listener {
+  droid::server srv{droid::server_info{.name = "plain", .version = "1"}};
+  droid::http::listener listener;
+  std::thread runner;
+  explicit plain_listener(droid::http::options opts) : listener(srv, opts) {
+    runner = std::thread([this] { listener.run(); });
+  }
+  ~plain_listener() {
+    listener.stop();
+    runner.join();
+  }
+};
 
 std::string in_session(const std::string& sid, std::string_view token) {
   return "Mcp-Session-Id: " + sid + "\r\n" + bearer(token);
@@ -78,6 +95,106 @@ TEST_SUITE("adapters/http") {
       r = c->read_response();
       REQUIRE(r);
       CHECK(r->status == 200);
+    }
+  }
+
+  TEST_CASE("tenants: one address's connections are capped, with authentication on or off; another address's go on") {
+    for (const bool auth : {true, false}) {
+      CAPTURE(auth);
+      droid::http::options opts;
+      opts.max_connections_per_address = 3;
+      std::unique_ptr<auth_fixture> with_auth;
+      std::unique_ptr<plain_listener> without;
+      std::uint16_t port = 0;
+      if (auth) {
+        with_auth = std::make_unique<auth_fixture>(opts);
+        port = with_auth->port();
+      } else {
+        without = std::make_unique<plain_listener>(opts);
+        port = without->listener.port();
+      }
+      const std::string probe = "GET /no-such-path HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+      // Three connections of 127.0.0.2 are served (each answers, so each was accepted).
+      std::vector<std::unique_ptr<raw_connection>> held;
+      for (int i = 0; i < 3; ++i) {
+        held.push_back(std::make_unique<raw_connection>(port, 5000, "127.0.0.2"));
+        held.back()->send(probe);
+        auto r = held.back()->read_response();
+        REQUIRE(r);
+        CHECK(r->status == 404);
+      }
+      // Its fourth is closed before a byte is read.
+      {
+        raw_connection over(port, 5000, "127.0.0.2");
+        CHECK(over.closed_by_peer());
+      }
+      // Another address is not affected.
+      {
+        raw_connection other(port, 5000, "127.0.0.3");
+        other.send(probe);
+        auto r = other.read_response();
+        REQUIRE(r);
+        CHECK(r->status == 404);
+      }
+      // A connection given back frees its place.
+      held.pop_back();
+      bool served = false;
+      for (int i = 0; i < 100 && !served; ++i) {
+        raw_connection again(port, 5000, "127.0.0.2");
+        try {
+          again.send(probe);
+        } catch (const std::runtime_error&) {
+        }
+        auto r = again.read_response();
+        served = r && r->status == 404;
+        if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      CHECK(served);
+    }
+  }
+
+  TEST_CASE("tenants: a request without a valid token is answered 401 from its head, its body never read") {
+    auth_fixture f;
+    const std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                             "Accept: application/json, text/event-stream\r\nContent-Length: 4000000\r\n";
+    for (const std::string& credentials : {std::string(), bearer("forged")}) {
+      CAPTURE(credentials);
+      raw_connection c(f.port());
+      // The head and 10 bytes of a 4 MB body: the answer comes now, not when the body
+      // is complete or its deadline passes, and the connection ends (the rest unread).
+      c.send(head + credentials + "\r\n{\"jsonrpc\"");
+      const auto start = std::chrono::steady_clock::now();
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 401);
+      CHECK(r->header("www-authenticate"));
+      REQUIRE(r->header("connection"));
+      CHECK(*r->header("connection") == "close");
+      CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+      CHECK(c.hung_up(5'000));
+    }
+    {
+      // Expect: 100-continue with no token: 401 instead of 100, no body sent at all.
+      raw_connection c(f.port());
+      c.send(head + "Expect: 100-continue\r\n\r\n");
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 401);
+    }
+    {
+      // A valid token: the body is read to its end and served.
+      const std::string body = call_body(1, "whoami");
+      raw_connection c(f.port());
+      const std::string sid = session_of(c, "alice");
+      const std::string request = mcp_post(body, in_session(sid, "alice"));
+      const std::size_t cut = request.size() - body.size() + 5;
+      c.send(std::string_view(request).substr(0, cut));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      c.send(std::string_view(request).substr(cut));
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(r->body.find("alice") != std::string::npos);
     }
   }
 

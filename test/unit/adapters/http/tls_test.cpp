@@ -204,6 +204,32 @@ TEST_SUITE("adapters/http") {
     CHECK(ec);
   }
 
+  TEST_CASE("https: TLS 1.2 offers forward-secret AEAD suites only (RFC 9325 §4.2)") {
+    // The test certificate is EC (P-256), so the ECDSA suites are the ones that can be
+    // chosen; the refused ones are refused by the server's list, not by the key.
+    certificates certs;
+    tls_fixture f(certs);
+    const auto handshake = [&](const char* suite) {
+      asio::io_context io;
+      asio::ssl::context ctx{asio::ssl::context::tls_client};
+      SSL_CTX_set_security_level(ctx.native_handle(), 0);  // let OpenSSL 3 offer SHA-1 suites at all
+      SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+      REQUIRE(SSL_CTX_set_cipher_list(ctx.native_handle(), suite) == 1);
+      asio::ssl::stream<tcp::socket> s(io, ctx);
+      s.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.listener->port()));
+      std::error_code ec;
+      s.handshake(asio::ssl::stream_base::client, ec);
+      return !ec;
+    };
+    CHECK(handshake("ECDHE-ECDSA-AES128-GCM-SHA256"));
+    CHECK(handshake("ECDHE-ECDSA-AES256-GCM-SHA384"));
+    CHECK(handshake("ECDHE-ECDSA-CHACHA20-POLY1305"));
+    CHECK_FALSE(handshake("ECDHE-ECDSA-AES128-SHA"));     // CBC with SHA-1
+    CHECK_FALSE(handshake("ECDHE-ECDSA-AES128-SHA256"));  // CBC
+    CHECK_FALSE(handshake("AES128-GCM-SHA256"));          // static RSA key exchange
+    CHECK_FALSE(handshake("AES128-SHA"));
+  }
+
   TEST_CASE("https: reload_tls gives new connections the renewed certificate and keeps live ones") {
     certificates certs;
     tls_fixture f(certs);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include <droid/adapters/secondary/event_store/retention_budget.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
 namespace droid {
@@ -117,7 +118,10 @@ class fifo {
 /// memory; `capacity` is how far back a reconnecting client can resume, and `max_bytes`
 /// keeps a session whose answers are large (a tool that returns megabytes) from holding
 /// `capacity` of them. An event larger than `max_bytes` is not kept at all: its stream
-/// can then be resumed only after it.
+/// can then be resumed only after it. With an `account` (of a `retention_budget`), every
+/// byte kept is also charged to the session's tenant and to the server: when either share
+/// is full, the store evicts its own oldest events to make room, and keeps nothing of an
+/// event that still does not fit (so one tenant's many sessions cannot keep gigabytes).
 /// Invariants: a stream has state while it has events in the ring or while it is one of
 /// the latest `finished_streams` finished ones, so there are never more than
 /// `capacity + finished_streams` of them, however many the session opened. A stream
@@ -131,8 +135,12 @@ class memory_event_store final : public event_store {
   /// goes on with other requests; 64 covers a session making about 25 requests a second
   /// meanwhile, at about 5 KB per session.
   explicit memory_event_store(std::size_t capacity, std::size_t finished_streams = 64,
-                              std::size_t max_bytes = 8u << 20)
-      : capacity_(capacity), finished_cap_(finished_streams), max_bytes_(max_bytes) {}
+                              std::size_t max_bytes = 8u << 20,
+                              std::shared_ptr<retention_budget::account> account = nullptr)
+      : capacity_(capacity), finished_cap_(finished_streams), max_bytes_(max_bytes), account_(std::move(account)) {}
+  ~memory_event_store() override;
+  memory_event_store(const memory_event_store&) = delete;
+  memory_event_store& operator=(const memory_event_store&) = delete;
   void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override;
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
@@ -158,11 +166,16 @@ class memory_event_store final : public event_store {
   };
   /// Drops the front event; its stream's state goes with its last event unless finished.
   void evict_front();
-  /// Removes the front event from the ring and its bytes from the count.
+  /// Removes the front event from the ring and its bytes from the count (and the account).
   void pop_front();
+  /// Records that event `seq` of `stream` was sent but is not kept: a replay from before
+  /// it must refuse rather than skip it.
+  void forget_unkept(std::uint64_t stream, std::uint64_t seq);
   std::size_t capacity_;
   std::size_t finished_cap_;
   std::size_t max_bytes_;
+  /// The tenant's share of the server's budget; null: only this store's own bounds.
+  std::shared_ptr<retention_budget::account> account_;
   std::size_t bytes_ = 0;
   /// Events of forgotten streams may stay until evicted: they are skipped, and bounded
   /// by `capacity_` like the rest.

@@ -61,44 +61,6 @@ std::string joined(const std::vector<std::string>& words) {
 
 }  // namespace
 
-request_limits::request_limits() : stripes_(std::make_shared<stripes>()) {}
-
-request_limits::slot::~slot() {
-  if (!stripe_) return;
-  std::lock_guard lock(stripe_->mutex);
-  --*count_;
-}
-
-request_limits::stripe& request_limits::stripe_of(const std::string& key) {
-  return (*stripes_)[std::hash<std::string>{}(key) % stripes_->size()];
-}
-
-bool request_limits::acquire(std::string key, std::size_t limit, slot& out) {
-  if (limit == 0) return true;
-  stripe& s = stripe_of(key);
-  std::lock_guard lock(s.mutex);
-  if (s.counts.size() >= s.sweep_at) {
-    std::erase_if(s.counts, [](const auto& entry) { return entry.second == 0; });
-    s.sweep_at = std::max<std::size_t>(64, 2 * s.counts.size());
-  }
-  std::size_t& n = s.counts.try_emplace(std::move(key), 0).first->second;
-  if (n >= limit) return false;
-  ++n;
-  out.owner_ = stripes_;
-  out.stripe_ = &s;
-  out.count_ = &n;
-  return true;
-}
-
-std::size_t request_limits::entries() {
-  std::size_t n = 0;
-  for (stripe& s : *stripes_) {
-    std::lock_guard lock(s.mutex);
-    n += s.counts.size();
-  }
-  return n;
-}
-
 auth_gate::auth_gate(const options& opts) : opts_(opts), enabled_(opts.auth.verifier != nullptr) {
   if (!enabled_) return;
   if (opts.auth.authorization_servers.empty())
@@ -144,7 +106,12 @@ void auth_gate::set_resource(const std::string& url) {
 }
 
 bool auth_gate::is_metadata_path(std::string_view path) const noexcept {
-  return enabled_ && (path == metadata_path_ || path == well_known);
+  // Only the resource's own metadata path. RFC 9728 §3.3: the document fetched from a
+  // well-known URL must name the resource that URL was built from, so the root document
+  // would have to name `https://host` alone, which is not this resource; a client that
+  // checks (as the RFC tells it to) would refuse ours there. The 401's
+  // `resource_metadata` names the right path, which is where MCP clients look first.
+  return enabled_ && path == metadata_path_;
 }
 
 task<bool> auth_gate::serve_metadata(connection& c, request& req) {
@@ -203,7 +170,7 @@ std::shared_ptr<const request_origin> auth_gate::origin_of(connection& c, const 
   return o;
 }
 
-task<std::optional<bool>> auth_gate::admit(connection& c, request& req, caller& who) {
+task<std::optional<bool>> auth_gate::admit(connection& c, const request& req, caller& who) {
   if (!enabled_) {
     who.origin = origin_of(c, req, nullptr);
     co_return std::nullopt;

@@ -29,75 +29,20 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
+#include "keyed_limits.hpp"
+
 namespace droid::http::detail {
 
 class connection;
 struct request;
-
-/// Counts requests in progress per caller, for `options::max_requests_per_principal`.
-///
-/// Why striped maps and not one: every request on every shard takes a slot and gives it
-/// back, and one mutex would be a point all shards queue on; sixteen stripes keyed by
-/// the caller's hash make a collision of two busy callers rare.
-/// Why an entry outlives its count reaching zero: a client that sends one request at a
-/// time takes its count from 0 to 1 and back on every request, and erasing the entry
-/// each time made every request pay a node allocation, a free and a second lookup
-/// (bench callgrind section). Idle entries are swept when a stripe has grown to twice
-/// what the last sweep left (at least 64), so a stripe holds at most about twice its
-/// callers with requests in progress, plus 64.
-class request_limits {
-  struct stripe;
-  using stripes = std::array<stripe, 16>;
-
- public:
-  request_limits();
-
-  /// A slot held for one request; given back when destroyed. It keeps the counts alive:
-  /// a call whose client hung up holds its slot until the call ends, which may be after
-  /// the listener that counted it is gone.
-  class slot {
-   public:
-    slot() = default;
-    slot(slot&& o) noexcept
-        : owner_(std::move(o.owner_)), stripe_(std::exchange(o.stripe_, nullptr)),
-          count_(std::exchange(o.count_, nullptr)) {}
-    slot& operator=(slot&&) = delete;
-    slot(const slot&) = delete;
-    ~slot();
-
-   private:
-    friend class request_limits;
-    std::shared_ptr<stripes> owner_;
-    stripe* stripe_ = nullptr;
-    /// The caller's count in its stripe's map: a node the map keeps in place, and that
-    /// no sweep erases while this slot holds it above zero.
-    std::size_t* count_ = nullptr;
-  };
-
-  /// Takes a slot for `key` unless `limit` are taken already (0: no limit, no slot).
-  [[nodiscard]] bool acquire(std::string key, std::size_t limit, slot& out);
-  /// How many callers the stripes hold entries for, idle ones included (what the sweep
-  /// bounds; tests read it).
-  [[nodiscard]] std::size_t entries();
-
- private:
-  struct stripe {
-    std::mutex mutex;
-    std::unordered_map<std::string, std::size_t> counts;
-    /// The map's size at which idle entries are swept next.
-    std::size_t sweep_at = 64;
-  };
-  stripe& stripe_of(const std::string& key);
-  std::shared_ptr<stripes> stripes_;
-};
 
 /// The slots one request holds: its principal's (when authenticated) and its address's
 /// (always: K principals from one address must not get K times its share). Shared by
 /// the request's handler and the stream that answers it, so that the slots are given
 /// back when the work ends, not when the client hangs up.
 struct request_slots {
-  request_limits::slot principal;
-  request_limits::slot address;
+  keyed_limits::slot principal;
+  keyed_limits::slot address;
 };
 
 /// Who a request on an MCP path comes from, as the gate admitted it.
@@ -132,15 +77,16 @@ class auth_gate {
   void prepare(std::size_t shards, const std::string& listener_url);
 
   /// True for the paths that serve Protected Resource Metadata (the path-aware one and
-  /// the root one), when protection is on.
+  /// when protection is on.
   [[nodiscard]] bool is_metadata_path(std::string_view path) const noexcept;
   /// Answers a request on a metadata path (GET, HEAD, a CORS preflight; 405 otherwise).
   task<bool> serve_metadata(connection& c, request& req);
 
   /// Authenticates a request on an MCP path. Admitted: `who` is filled and nothing is
   /// returned. Refused: the answer (401, 400 or 503 with its challenge) is written and
-  /// whether the connection may carry another request is returned.
-  task<std::optional<bool>> admit(connection& c, request& req, caller& who);
+  /// whether the connection may carry another request is returned. Also run on a
+  /// request's head alone, before its body is read (`listener::impl::screen`).
+  task<std::optional<bool>> admit(connection& c, const request& req, caller& who);
   /// Takes `who`'s request slots (into `who.slots`) and names its tenant. Refused: the
   /// name of the option whose limit is reached (429 is the caller's to write, with
   /// `refuse_busy`); nullptr when admitted.
@@ -181,7 +127,7 @@ class auth_gate {
   std::string metadata_path_;
   std::string metadata_body_;
   std::vector<token_cache> caches_;
-  request_limits limits_;
+  keyed_limits limits_;
 };
 
 }  // namespace droid::http::detail

@@ -90,13 +90,22 @@ void connection_core::start_accept() {
       });
       return;
     }
-    if (++connection_count_ > opts_.max_connections || stopping_) {
+    std::error_code addr_ec;
+    const tcp::endpoint remote = socket.remote_endpoint(addr_ec);
+    std::string address = addr_ec ? std::string() : remote.address().to_string();
+    keyed_limits::slot address_slot;
+    // Past either cap the connection is closed before a byte is read: the client sees a
+    // reset or an EOF, as from any full server, and retries later. Why not a 503: writing
+    // it would cost what the flood is meant to cost us, and a flood reads no answers.
+    if (++connection_count_ > opts_.max_connections || stopping_ ||
+        !connections_by_address_.acquire(address, opts_.max_connections_per_address, address_slot)) {
       --connection_count_;
       std::error_code ignored;
       socket.close(ignored);
     } else {
       auto exec = socket.get_executor();
-      auto c = std::make_shared<connection>(*this, *home, std::move(socket), tls());
+      auto c = std::make_shared<connection>(*this, *home, std::move(socket), tls(), std::move(address),
+                                            std::move(address_slot));
       {
         std::lock_guard lock(closers_mutex_);
         c->closer = closers_.insert(closers_.end(), [weak = std::weak_ptr<connection>(c)] {
@@ -152,19 +161,20 @@ void connection_core::close_connections() {
 }
 
 connection::connection(connection_core& core, shard& home, tcp::socket socket,
-                       std::shared_ptr<asio::ssl::context> tls)
+                       std::shared_ptr<asio::ssl::context> tls, std::string remote_address,
+                       keyed_limits::slot address_slot)
     : core_(core),
       keep_(core.hold()),
       home_(&home),
       socket_(std::move(socket)),
       read_buffer_(std::make_unique_for_overwrite<char[]>(16 * 1024)),
       parser_(parser_limits{core.opts().max_request_line, core.opts().max_header_bytes,
-                            core.opts().max_header_count, core.opts().max_body}) {
+                            core.opts().max_header_count, core.opts().max_body}),
+      remote_address_(std::move(remote_address)),
+      address_slot_(std::move(address_slot)) {
   std::error_code ec;
   const auto local = socket_.local_endpoint(ec);
   local_is_loopback_ = !ec && local.address().is_loopback();
-  const auto remote = socket_.remote_endpoint(ec);
-  if (!ec) remote_address_ = remote.address().to_string();
   socket_.set_option(tcp::no_delay(true), ec);
   if (tls) tls_ = std::make_unique<tls_stream>(socket_, std::move(tls));
 }
@@ -220,7 +230,10 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
     joined.append(extra).append(response_headers_);
     extra = joined;
   }
-  const std::string text = response(status, content_type, body, close || closing_, extra);
+  // An answer written while a body is unread ends the connection: what follows on it is
+  // the rest of that body, not a next request.
+  close = close || unread_body_;
+  const std::string text = response(status, content_type, body, close || closing_, extra, head_);
   // A client that accepts no byte for `write_timeout` has stopped reading: the deadline
   // closes it. Re-armed for each piece the peer takes, so a slow reader that reads at all
   // is served however long its answer (docs/reliability.md#slow-clients-under-slowhttptest).
@@ -297,6 +310,7 @@ task<void> connection::run() {
 
   const std::int64_t grace_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.body_grace).count();
   const std::int64_t rate = static_cast<std::int64_t>(std::max<std::size_t>(1, opts.min_body_rate));
+  const std::int64_t cap_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opts.body_timeout).count();
   for (;;) {
     // Read and parse until one whole request is here. The deadline is the idle timeout
     // while nothing of a request has arrived, then the header timeout, then the body's.
@@ -312,6 +326,21 @@ task<void> connection::run() {
           arm(opts.header_timeout);
         }
         if (parser_.headers_complete() && !parser_.failed()) {
+          // A body still to come is read only once the head has passed the handler's
+          // screen (the token, when tokens are checked): a refused request pins at most
+          // its head and one read's worth of body. A body already here in full costs
+          // nothing more to keep, and is not screened (the request's own handling checks
+          // the same things a moment later).
+          const std::size_t buffered = buf.size() - start;
+          if (!parser_.complete() && (!parser_.content_length() || *parser_.content_length() > buffered)) {
+            unread_body_ = true;
+            const bool go_on = co_await core_.handler().screen(*this, parser_.current());
+            unread_body_ = false;
+            if (!go_on) {
+              co_await linger();
+              co_return;
+            }
+          }
           body_start_ns = now_ns();
           if (const std::string_view* expect = parser_.current().find("expect")) {
             if (media_type_is(*expect, "100-continue")) {
@@ -331,8 +360,10 @@ task<void> connection::run() {
           // grace + 4 MiB / 240 B/s, almost five hours, to trickle it a byte a minute
           // (and so would every chunked body, whose length is not known): a slow-body
           // attack held its connections for hours.
+          // And a hard cap (`body_timeout`) from the end of the headers: without it, a body
+          // sent fast but for its last byte had earned hours (4 MiB / 240 B/s).
           const auto received = static_cast<std::int64_t>(parser_.current().body.size());
-          deadline_ns = body_start_ns + grace_ns + received * 1'000'000'000 / rate;
+          deadline_ns = std::min(body_start_ns + grace_ns + received * 1'000'000'000 / rate, body_start_ns + cap_ns);
         }
         if (used > 0 || parser_.complete() || parser_.failed()) continue;
       }
@@ -366,6 +397,7 @@ task<void> connection::run() {
     }
     request req = parser_.take();
     busy_ = true;
+    head_ = req.method == "HEAD";
     const bool keep = co_await core_.handler().handle(*this, req);
     busy_ = false;
     response_headers_.clear();
@@ -381,6 +413,28 @@ task<void> connection::run() {
       home().link(this);
     }
   }
+}
+
+task<void> connection::linger() {
+  // Closing a socket with unread bytes in its receive buffer sends a reset, and a reset
+  // makes the client's kernel drop what it had not yet read: the answer just written.
+  // So the sending side is shut (the client sees the answer end), and what the client
+  // still sends is read and dropped for a moment, as nginx's lingering close does. Not
+  // over TLS, whose shutdown is a conversation of its own; a TLS client may lose the
+  // answer this way.
+  if (tls_) co_return;
+  std::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  constexpr std::size_t most = 1u << 20;
+  arm(std::chrono::seconds(2));
+  if (!read_buffer_) read_buffer_ = std::make_unique_for_overwrite<char[]>(16 * 1024);
+  for (std::size_t drained = 0; drained < most;) {
+    const auto [read_ec, n] = co_await socket_.async_read_some(asio::buffer(read_buffer_.get(), 16 * 1024), use_task);
+    if (read_ec) break;
+    drained += n;
+  }
+  disarm();
 }
 
 bool connection::should_move() const noexcept {

@@ -42,6 +42,7 @@
 #include <droid/application/server/request_origin.hpp>
 #include <droid/application/task.hpp>
 
+#include "keyed_limits.hpp"
 #include "request_parser.hpp"
 #include "responses.hpp"
 #include "stream.hpp"
@@ -116,6 +117,11 @@ class connection;
 class request_handler {
  public:
   virtual task<bool> handle(connection& c, request& req) = 0;
+  /// Looks at a request's head before its body is read, when the body has not all
+  /// arrived yet: true to read it, false when an answer was written (the connection then
+  /// closes, the body unread). What it is for: a request that will be refused for its
+  /// headers (no valid token) must not get to pin a body's worth of memory first.
+  virtual task<bool> screen(connection& c, const request& head) = 0;
 
  protected:
   ~request_handler() = default;
@@ -180,6 +186,9 @@ class connection_core {
   std::optional<asio::ip::tcp::acceptor> acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> connection_count_{0};
+  /// Connections per remote address (`options::max_connections_per_address`): one
+  /// address must not take every connection the server has.
+  keyed_limits connections_by_address_;
   std::atomic<std::size_t> next_shard_{0};
   std::atomic<bool> stopping_{false};
   /// Every live connection's "close now" hook, so a stop can end idle keep-alives.
@@ -200,8 +209,11 @@ class connection final : public std::enable_shared_from_this<connection>, privat
  public:
   /// `tls`, when not null, makes this an HTTPS connection: the handshake comes first,
   /// within the header timeout.
+  /// `remote_address` and `address_slot`: the peer's address as the accept read it, and
+  /// its place under `options::max_connections_per_address`, held for the connection's
+  /// life.
   connection(connection_core& core, shard& home, asio::ip::tcp::socket socket,
-             std::shared_ptr<asio::ssl::context> tls);
+             std::shared_ptr<asio::ssl::context> tls, std::string remote_address, keyed_limits::slot address_slot);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -282,6 +294,9 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   void disarm() noexcept { deadline_ns = never; }
   void expire() noexcept override;
   void close_if_idle();
+  /// Ends a connection whose request was answered with its body unread, so that the
+  /// answer reaches the client (see the definition).
+  task<void> linger();
   /// Whether to move to `preferred_` now: asked between requests, with nothing of the
   /// next one read yet.
   [[nodiscard]] bool should_move() const noexcept;
@@ -309,8 +324,13 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   std::string response_headers_;
   bool local_is_loopback_ = false;
   std::string remote_address_;
+  keyed_limits::slot address_slot_;
   bool timed_out_ = false;
   bool busy_ = false;
+  /// The request being answered is a HEAD: `reply` writes the head alone.
+  bool head_ = false;
+  /// The handler's screen runs on a head whose body is not read: an answer closes.
+  bool unread_body_ = false;
   bool closing_ = false;
 };
 

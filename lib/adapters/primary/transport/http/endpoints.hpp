@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/adapters/secondary/event_store/retention_budget.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/message.hpp>
 
@@ -79,13 +80,16 @@ struct sessionless_shard {
 
 /// What both endpoints and the listener's stop share.
 struct endpoint_state {
-  endpoint_state(droid::server& s, const options& o) : srv(s), opts(o), gate(o) {}
+  endpoint_state(droid::server& s, const options& o)
+      : srv(s), opts(o), gate(o), kept(std::make_shared<retention_budget>(o.max_kept_bytes, o.max_kept_bytes_per_tenant)) {}
 
   droid::server& srv;
   const options& opts;
   /// Tokens, metadata and request limits, for every MCP path.
   auth_gate gate;
   session_table sessions;
+  /// What the sessions' event rings keep, server-wide and per tenant.
+  std::shared_ptr<retention_budget> kept;
   /// By shard index; each used on its own shard only.
   std::vector<std::unique_ptr<sessionless_shard>> sessionless;
   /// Sessionless requests being answered (listen streams excluded: they never end by

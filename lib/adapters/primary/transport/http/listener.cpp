@@ -98,6 +98,7 @@ struct listener::impl final : detail::request_handler, std::enable_shared_from_t
 
   /// Routes a request to its endpoint once the checks every path shares have passed.
   task<bool> handle(detail::connection& c, detail::request& req) override;
+  task<bool> screen(detail::connection& c, const detail::request& head) override;
   void start_reaper();
   void do_stop(std::function<void()> on_stopped);
   /// After a stop has ended every session: waits for the connections to close (at most
@@ -132,7 +133,7 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
 
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
   // Origin; both are checked before anything else can run (docs/reliability.md, A1, A2).
-  const std::string_view* host = req.find("host");
+  const std::string_view* host = req.host();
   const bool host_ok = host ? detail::host_allowed(*host, c.local_is_loopback(), opts.allowed_hosts)
                             : req.version_minor == 0 && !c.local_is_loopback();
   // The metadata is public and the same for every page (a browser client reads it
@@ -172,6 +173,19 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   }
   const std::string allow_header = "Allow: " + std::string(allow) + "\r\n";
   co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, allow_header);
+}
+
+task<bool> listener::impl::screen(detail::connection& c, const detail::request& head) {
+  // Only the token is judged here, and only on the paths that need one: everything else
+  // a request is judged by (Host, Origin, its slots, its body) waits for `handle`.
+  if (!state.gate.enabled() || head.method == "OPTIONS") co_return true;
+  const std::string_view path = head.target.substr(0, head.target.find('?'));
+  const bool mcp_path = path == opts.path || (opts.legacy_sse && (path == opts.legacy_sse_path ||
+                                                                  path == opts.legacy_messages_path));
+  if (!mcp_path) co_return true;
+  detail::caller who;
+  const std::optional<bool> refused = co_await state.gate.admit(c, head, who);
+  co_return !refused;
 }
 
 void listener::impl::start_reaper() {
@@ -358,6 +372,8 @@ void listener::stop(std::function<void()> on_stopped) { impl_->do_stop(std::move
 
 std::size_t listener::sessions() const { return impl_->state.sessions.size(); }
 std::size_t listener::connections() const { return impl_->core.connections(); }
+std::size_t listener::kept_bytes() const { return impl_->state.kept->used(); }
+std::size_t listener::kept_squeezed() const { return impl_->state.kept->squeezed(); }
 std::size_t listener::streams() const {
   return impl_->state.sessions.open_streams() + impl_->state.sessionless_answering.load();
 }

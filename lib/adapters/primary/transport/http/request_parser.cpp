@@ -304,6 +304,7 @@ void read_connection(std::string_view value, connection_tokens& out) noexcept {
 request::request(request&& other) noexcept
     : method(std::exchange(other.method, {})),
       target(std::exchange(other.target, {})),
+      authority(std::exchange(other.authority, {})),
       version_major(other.version_major),
       version_minor(other.version_minor),
       headers(std::move(other.headers)),
@@ -323,6 +324,7 @@ request& request::operator=(request&& other) noexcept {
     head_ = std::move(other.head_);
     method = std::exchange(other.method, {});
     target = std::exchange(other.target, {});
+    authority = std::exchange(other.authority, {});
     version_major = other.version_major;
     version_minor = other.version_minor;
     headers = std::move(other.headers);
@@ -526,6 +528,18 @@ struct request_parser::impl {
     };
     r.method = view(method_begin_, method_end_);
     r.target = view(target_begin_, target_end_);
+    r.authority = {};
+    if (!r.target.empty() && r.target.front() != '/' && r.target.front() != '*') {
+      // Absolute-form (the request line's states let only `scheme://…` through here):
+      // the authority runs to the first `/`, `?` or `#`, the rest is the origin-form
+      // target, and an empty path is `/` (RFC 9112 §3.2.2, RFC 3986 §3.3).
+      std::string_view rest = r.target.substr(r.target.find("://") + 3);
+      const std::size_t end = std::min(rest.find_first_of("/?#"), rest.size());
+      r.authority = rest.substr(0, end);
+      rest.remove_prefix(end);
+      if (r.authority.empty()) return refuse(400, "absolute-form request target without a host");
+      r.target = rest.empty() || rest.front() != '/' ? std::string_view("/") : rest;
+    }
     r.version_major = static_cast<unsigned>(version_[5] - '0');
     r.version_minor = static_cast<unsigned>(version_[7] - '0');
 

@@ -52,7 +52,13 @@ struct header_field {
 /// is gone. A moved-from request is empty.
 struct request {
   std::string_view method;  ///< as sent, e.g. "POST"
-  std::string_view target;  ///< request-target as sent, e.g. "/mcp?sessionId=x"
+  /// The request-target in origin form, e.g. "/mcp?sessionId=x". An absolute-form target
+  /// (`http://host:8080/mcp`, what a client talking to a proxy sends) is cut to its path
+  /// and query here, so routing never has to know the form (RFC 9112 §3.2.2).
+  std::string_view target;
+  /// The authority of an absolute-form target (`host:8080`), else empty. RFC 9112 §3.2.2:
+  /// it replaces the Host field, which the server must then ignore.
+  std::string_view authority;
   unsigned version_major = 1;
   unsigned version_minor = 1;
   std::vector<header_field> headers;
@@ -77,6 +83,11 @@ struct request {
     if (slot < 0 || !indexed_) return find_any(lower_name);
     const std::uint8_t at = known_[static_cast<std::size_t>(slot)];
     return at == 0 ? nullptr : &headers[at - 1u].value;
+  }
+  /// The host this request names: an absolute-form target's authority, which stands for
+  /// the Host field (RFC 9112 §3.2.2), else the Host field; null when neither is there.
+  [[nodiscard]] const std::string_view* host() const noexcept {
+    return authority.empty() ? find("host") : &authority;
   }
   /// How many fields are named `lower_name`.
   [[nodiscard]] std::size_t count(std::string_view lower_name) const noexcept;

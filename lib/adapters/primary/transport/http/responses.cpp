@@ -41,7 +41,7 @@ const char* reason_phrase(int status) noexcept {
 }
 
 std::string response(int status, std::string_view content_type, std::string_view body, bool close,
-                     std::string_view extra_headers) {
+                     std::string_view extra_headers, bool head_only) {
   std::string out;
   out.reserve(160 + body.size());
   out += "HTTP/1.1 ";
@@ -62,7 +62,7 @@ std::string response(int status, std::string_view content_type, std::string_view
   if (close) out += "Connection: close\r\n";
   out += extra_headers;
   out += "\r\n";
-  out += body;
+  if (!head_only) out += body;
   return out;
 }
 

@@ -23,12 +23,14 @@ task<bool> serve_route(connection& c, request& req, const options& opts, const r
                        const listener& served_by) {
   // The same DNS-rebinding rule as the MCP endpoint: a page elsewhere must not read
   // these paths through a name that resolves to this host.
-  const std::string_view* host = req.find("host");
+  const std::string_view* host = req.host();
   const bool host_ok = host ? host_allowed(*host, c.local_is_loopback(), opts.allowed_hosts)
                             : req.version_minor == 0 && !c.local_is_loopback();
   if (!host_ok || req.count("origin") > 1 || !origin_allowed(req.find("origin"), opts.allowed_origins))
     co_return co_await c.reply(403, "text/plain", "Forbidden: Host or Origin not allowed\n");
-  if (req.method != "GET") co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: GET\r\n");
+  // HEAD is GET without the body (RFC 9110 §9.3.2; the connection leaves the body out).
+  if (req.method != "GET" && req.method != "HEAD")
+    co_return co_await c.reply(405, "text/plain", "method not allowed\n", false, "Allow: GET, HEAD\r\n");
   route_response answer;
   bool failed = false;
   try {

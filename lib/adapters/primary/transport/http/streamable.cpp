@@ -243,7 +243,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     std::unique_ptr<event_store> store;
     if (!server_json && !st_.peers && (o.event_store || o.event_ring_capacity > 0))
       store = o.event_store ? o.event_store()
-                            : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes);
+                            : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes,
+                                                                   st_.kept->open(who.tenant));
     entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
     entry->shard = c.home().index;
     entry->tenant = who.tenant;

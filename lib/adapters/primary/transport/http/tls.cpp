@@ -41,6 +41,18 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const std::string& chain_fi
   // TLS 1.0 and 1.1 are broken and deprecated (RFC 8996); the options above say so to
   // older OpenSSL too, this says it to OpenSSL 3 in its own terms.
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  // TLS 1.2 suites: forward-secret key exchange (ECDHE) and AEAD ciphers only, as RFC 9325
+  // §4.2 recommends. OpenSSL's default list also offers static-RSA key exchange (a stolen
+  // key decrypts every recorded session) and CBC with SHA-1 (the padding-oracle family).
+  // Every TLS 1.2 client of this decade has one of these. TLS 1.3's suites (set apart by
+  // OpenSSL) are all of this kind already.
+  constexpr const char* tls12_suites =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+  if (SSL_CTX_set_cipher_list(native, tls12_suites) != 1) {
+    ERR_clear_error();
+    throw std::runtime_error("TLS: this OpenSSL offers none of the forward-secret AEAD suites of TLS 1.2");
+  }
   // Session tickets would need a key shared by every instance behind a balancer and
   // rotated; full handshakes are cheap enough for MCP's long-lived connections.
   SSL_CTX_set_options(native, SSL_OP_NO_TICKET);

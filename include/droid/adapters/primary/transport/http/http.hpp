@@ -187,6 +187,10 @@ struct options {
   /// rest must follow by `body_grace + N / min_body_rate` seconds from the end of its
   /// headers. Each byte received extends the deadline; the declared length does not.
   std::chrono::milliseconds body_grace{5'000};
+  /// The most a body may take from the end of its headers, however fast its start came
+  /// (a body sent at full speed but for its last byte would otherwise have earned hours
+  /// under `min_body_rate`); over: 408. A full 4 MiB body within it needs about 70 KB/s.
+  std::chrono::milliseconds body_timeout{60'000};
   /// A keep-alive connection with no request in progress is closed after this long.
   std::chrono::milliseconds idle_timeout{60'000};
   /// A write to the client that makes no progress for this long means the client stopped
@@ -197,6 +201,11 @@ struct options {
   std::chrono::milliseconds write_timeout{60'000};
   /// Connections beyond this are closed at once.
   std::size_t max_connections = 10'240;
+  /// Connections one remote address may hold at once; a new one past it is closed at
+  /// once, so one address cannot take every connection of `max_connections` from other
+  /// clients. Behind a proxy every client has the proxy's address: raise it there
+  /// (above the proxy's upstream connections), or 0 for no limit.
+  std::size_t max_connections_per_address = 1'024;
   /// A session with no open stream and no traffic for this long is ended, and the calls
   /// it still runs (their client hung up without resuming) are cancelled.
   std::chrono::milliseconds session_idle_timeout{300'000};
@@ -215,6 +224,14 @@ struct options {
   /// Bytes of events each session keeps, oldest evicted first: what bounds the ring
   /// when answers are large. An event larger than this is not kept (not resumable).
   std::size_t event_ring_bytes = 8u << 20;
+  /// Bytes of events all sessions' rings keep together, and one tenant's share of them
+  /// (the principal when authenticated, the remote address otherwise). Past a share, a
+  /// session makes room by evicting its own oldest events, or does not keep the new one
+  /// (which is then not resumable): without them a tenant holding a thousand sessions
+  /// could make the server keep 8 GB for resumes that never come. 0: that limit is off.
+  /// Not applied to a store made by `event_store`.
+  std::size_t max_kept_bytes = 1u << 30;
+  std::size_t max_kept_bytes_per_tenant = 64u << 20;
   /// Makes each session's event store; empty means the in-memory ring above.
   event_store_factory event_store{};
   /// Bytes queued for one client-facing stream before the server gives up on a client
@@ -315,6 +332,10 @@ class listener {
   /// Open streams: sessions' POST and GET event streams, and sessionless requests being
   /// answered (for diagnostics and metrics; a snapshot that may be stale at once).
   [[nodiscard]] std::size_t streams() const;
+  /// Bytes of events the sessions' in-memory rings keep for resumption, and how many events
+  /// were evicted early or not kept because a share of `max_kept_bytes` was full.
+  [[nodiscard]] std::size_t kept_bytes() const;
+  [[nodiscard]] std::size_t kept_squeezed() const;
 
   /// The implementation; opaque (declared public only so its translation unit's helpers
   /// can name it).

@@ -215,7 +215,8 @@ std::unique_ptr<event_store> cluster::make_store(const session_entry& e) const {
   const options& o = st_.opts;
   if (o.reply == streaming::json || o.event_ring_capacity == 0) return nullptr;
   return store_->session_events(e.shard, e.id, e.epoch,
-                                std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes));
+                                std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes,
+                                                                     st_.kept->open(e.tenant)));
 }
 
 void cluster::own(const std::shared_ptr<session_entry>& e) {
