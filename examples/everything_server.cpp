@@ -361,6 +361,8 @@ int main(int argc, char** argv) {
       http.tls_certificate_chain = argv[++i];
     } else if (arg == "--tls-key" && i + 1 < argc) {
       http.tls_private_key = argv[++i];
+    } else if (arg == "--trusted-proxy" && i + 1 < argc) {
+      http.trusted_proxies.emplace_back(argv[++i]);
     } else if (arg == "--cors-origin" && i + 1 < argc) {
       http.allowed_origins.emplace_back(argv[++i]);
     } else if (arg == "--auth-issuer" && i + 1 < argc) {
@@ -384,7 +386,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--max-requests-per-address N] [--max-sessions-per-tenant N]\n"
-                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...\n"
+                   "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--trusted-proxy ADDR]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
                    "                         [--redis URL [--instance-id NAME]]]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
@@ -399,6 +401,8 @@ int main(int argc, char** argv) {
                    "  --max-sessions-per-tenant N\n"
                    "                     sessions one principal (or, without authentication, one address)\n"
                    "                     may hold at once (default 1000; 0: no share)\n"
+                   "  --trusted-proxy A  a reverse proxy (address or network, e.g. 127.0.0.1 or 10.0.0.0/8) whose\n"
+                   "                     X-Forwarded-For names the client each per-address limit counts (repeatable)\n"
                    "  --tls-cert FILE    HTTPS: the certificate chain (PEM, leaf first); SIGHUP reloads it\n"
                    "  --tls-key FILE     HTTPS: its private key (PEM)\n"
                    "  --cors-origin O    let browser pages from origin O (e.g. https://app.example.com) call the\n"

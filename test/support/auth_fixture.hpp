@@ -69,6 +69,11 @@ struct wait_args {
 };
 BOOST_DESCRIBE_STRUCT(wait_args, (), (ms))
 
+struct size_args {
+  int bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(size_args, (), (bytes))
+
 struct name_form {
   std::string name;
 };
@@ -117,6 +122,9 @@ struct auth_fixture {
       auto answer = co_await ctx.elicit<name_form>("Your name?", "user_name");
       if (!answer || !answer->content) co_return "no name";
       co_return "Hello " + answer->content->name;
+    });
+    srv.tool("big", "Answers with `bytes` bytes of text", [](droid::tool_context&, size_args a) -> droid::task<std::string> {
+      co_return std::string(static_cast<std::size_t>(a.bytes), 'b');
     });
     droid::tool_info confirm{.name = "confirm", .description = "Works a while", .tasks = droid::task_support::optional};
     srv.tool(confirm, [](droid::tool_context& ctx) -> droid::task<std::string> {
@@ -180,6 +188,16 @@ inline std::string modern_request(int id, std::string_view method, std::string_v
 inline std::string result_text(const std::string& body) {
   const auto v = boost::json::parse(body);
   return std::string(v.at("result").at("content").at(0).at("text").as_string());
+}
+
+/// Opens a legacy HTTP+SSE stream on `stream` as `token`; returns the path its endpoint
+/// event names (where the session's messages are POSTed).
+inline std::string legacy_endpoint_of(raw_connection& stream, std::string_view token) {
+  stream.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + bearer(token) + "\r\n");
+  const std::string head = stream.read_until("\n\n");
+  const auto at = head.find("/messages?sessionId=");
+  REQUIRE(at != std::string::npos);
+  return head.substr(at, head.find('\n', at) - at);
 }
 
 inline std::string session_of(raw_connection& c, std::string_view token) {

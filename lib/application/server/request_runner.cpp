@@ -258,10 +258,12 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
                                  std::size_t bytes_in, std::shared_ptr<const request_origin> origin) {
+  // The stream is kept here until the request is over, whatever the path below; declared
+  // before `done`, so that it is destroyed after `done` has finished the stream (a stream
+  // that nothing else holds, as a legacy HTTP+SSE request's, was freed first).
+  std::shared_ptr<outbound> holding = stream;
   outbound* to = stream.get();
   stream_finisher done{finish_stream ? to : nullptr};
-  // The stream is kept here until the request is over, whatever the path below.
-  std::shared_ptr<outbound> holding = stream;
   if (closed) return;
   // A request that ends before it has a record (refused) is observed in one moment.
   const auto observe_refusal = [&](ir::errc code, std::size_t bytes_out) {

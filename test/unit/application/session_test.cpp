@@ -3,10 +3,12 @@
 /// The session engine with no I/O: lifecycle, dispatch, duplicate ids, cancellation,
 /// tool errors, pagination and list_changed (docs/reliability.md#json-rpc-input and E3).
 #include <droid/application/server/session.hpp>
+#include <droid/application/server/outbound.hpp>
 
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <asio/io_context.hpp>
 
@@ -140,6 +142,15 @@ struct fixture {
 
 }  // namespace
 
+/// A request's own outbound that nothing but the session holds (as a legacy HTTP+SSE
+/// request's): what it was sent, and whether it was finished, go to `log`.
+struct lone_outbound final : droid::outbound {
+  explicit lone_outbound(std::shared_ptr<std::vector<std::string>> l) : log(std::move(l)) {}
+  void send(std::string message) override { log->push_back(std::move(message)); }
+  void finish() override { log->push_back("finished"); }
+  std::shared_ptr<std::vector<std::string>> log;
+};
+
 TEST_SUITE("application/session") {
   TEST_CASE("initialize echoes a supported version and answers the latest otherwise") {
     // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
@@ -162,6 +173,35 @@ TEST_SUITE("application/session") {
       CHECK(r.at("result").at("capabilities").at("tools").at("listChanged") == true);
       CHECK(f.s->peer().protocol_version == answered);
     }
+  }
+
+  TEST_CASE("a request's stream held by nothing else is finished once, after its answer, and then let go") {
+    // The runner kept such a stream for the request but let it go before finishing it:
+    // finish() ran on freed memory when the answer came at once (ASan saw it).
+    fixture f;
+    auto log = std::make_shared<std::vector<std::string>>();
+    const auto feed_on_own = [&](const std::string& text) {
+      auto d = droid::ir::decode(text);
+      REQUIRE(std::holds_alternative<droid::ir::message>(d));
+      f.s->receive(std::get<droid::ir::message>(std::move(d)), std::make_shared<lone_outbound>(log));
+      droid::test::poll(f.io);
+    };
+    feed_on_own(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+    REQUIRE(log->size() == 2);
+    CHECK(log->at(0).find(R"("protocolVersion")") != std::string::npos);
+    CHECK(log->at(1) == "finished");
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    log->clear();
+    feed_on_own(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})");
+    REQUIRE(log->size() == 2);
+    CHECK(log->at(0).find(R"("text":"hi")") != std::string::npos);
+    CHECK(log->at(1) == "finished");
+    log->clear();
+    feed_on_own(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})");  // answered without a task
+    REQUIRE(log->size() == 2);
+    CHECK(log->at(0).find(R"("tools")") != std::string::npos);
+    CHECK(log->at(1) == "finished");
+    CHECK(log.use_count() == 1);  // every stream let go
   }
 
   TEST_CASE("initialize without a protocol version is invalid params") {

@@ -30,7 +30,9 @@ namespace droid {
 struct request_origin {
   /// The authenticated caller; null when the transport authenticates nobody.
   std::shared_ptr<const droid::principal> principal{};
-  /// The peer's IP address as text ("127.0.0.1", "::1"); empty when unknown (stdio).
+  /// The client's IP address as text ("127.0.0.1", "::1"): the peer's, or behind a proxy
+  /// named in `http::options::trusted_proxies`, the address it forwarded. Empty when
+  /// unknown (stdio).
   std::string remote_address{};
   /// Selected request headers, names in lower case, in the order they came.
   std::vector<std::pair<std::string, std::string>> headers{};

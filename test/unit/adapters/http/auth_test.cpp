@@ -286,11 +286,7 @@ TEST_SUITE("adapters/http") {
     CHECK(r->status == 401);
 
     raw_connection stream(f.port());
-    stream.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + bearer("alice") + "\r\n");
-    const std::string head = stream.read_until("\n\n");
-    const auto at = head.find("/messages?sessionId=");
-    REQUIRE(at != std::string::npos);
-    const std::string path = head.substr(at, head.find('\n', at) - at);
+    const std::string path = legacy_endpoint_of(stream, "alice");
     raw_connection post(f.port());
     post.send(mcp_post(initialize_body, bearer("bob"), path));
     r = post.read_response();
@@ -330,7 +326,7 @@ TEST_SUITE("adapters/http") {
       c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice")));
       auto r = c.read_response();
       REQUIRE(r);
-      CHECK(names(r->body) == "admin_reset ask_name confirm wait whoami ");
+      CHECK(names(r->body) == "admin_reset ask_name big confirm wait whoami ");
     }
     droid::server_options so;
     so.hide_unauthorized_tools = true;
@@ -340,11 +336,11 @@ TEST_SUITE("adapters/http") {
     c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice")));
     auto r = c.read_response();
     REQUIRE(r);
-    CHECK(names(r->body) == "ask_name confirm wait whoami ");
+    CHECK(names(r->body) == "ask_name big confirm wait whoami ");
     c.send(mcp_post(list, "Mcp-Session-Id: " + sid + "\r\n" + bearer("alice-admin")));
     r = c.read_response();
     REQUIRE(r);
-    CHECK(names(r->body) == "admin_reset ask_name confirm wait whoami ");
+    CHECK(names(r->body) == "admin_reset ask_name big confirm wait whoami ");
   }
 
   TEST_CASE("auth: a verified token is remembered per shard, not verified on every request") {

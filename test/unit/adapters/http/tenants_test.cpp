@@ -76,6 +76,36 @@ TEST_SUITE("adapters/http") {
     CHECK(served);
   }
 
+  TEST_CASE("tenants: a legacy HTTP+SSE call answered 202 holds its request slot until it ends") {
+    droid::http::options opts;
+    opts.legacy_sse = true;
+    opts.max_requests_per_principal = 2;  // the event stream's, and one call's
+    auth_fixture f(opts);
+    raw_connection stream(f.port());
+    const std::string path = legacy_endpoint_of(stream, "alice");
+    raw_connection post(f.port());
+    const auto send = [&](const std::string& body) {
+      post.send(mcp_post(body, bearer("alice"), path));
+      auto r = post.read_response();
+      REQUIRE(r);
+      return r->status;
+    };
+    CHECK(send(initialize_body) == 202);
+    (void)stream.read_until("protocolVersion");
+    CHECK(send(call_body(1, "wait", R"({"ms":1000})")) == 202);
+    REQUIRE(f.waits_started.wait_for(1));
+    // The call runs on after its 202: its slot is still taken.
+    CHECK(send(call_body(2, "whoami")) == 429);
+    REQUIRE(f.waits_ended.wait_for(1));
+    (void)stream.read_until("waited");
+    bool served = false;
+    for (int i = 0; i < 100 && !served; ++i) {
+      served = send(call_body(3, "whoami")) == 202;
+      if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(served);
+  }
+
   TEST_CASE("tenants: with authentication on, principals sharing an address share its cap") {
     droid::http::options opts;
     opts.max_requests_per_principal = 64;
@@ -151,6 +181,35 @@ TEST_SUITE("adapters/http") {
       }
       CHECK(served);
     }
+  }
+
+  TEST_CASE("tenants: behind a trusted proxy each forwarded client is its own tenant; elsewhere the header is ignored") {
+    droid::http::options opts;
+    opts.max_sessions_per_tenant = 1;
+    opts.trusted_proxies = {"127.0.0.2"};
+    plain_listener p(opts);
+    const auto initialize_from = [&](const char* peer, const std::string& forwarded_for) {
+      raw_connection c(p.listener.port(), 5000, peer);
+      c.send(mcp_post(initialize_body, forwarded_for.empty() ? std::string() : "X-Forwarded-For: " + forwarded_for + "\r\n"));
+      auto r = c.read_response();
+      REQUIRE(r);
+      return r->status;
+    };
+    // Through the proxy (127.0.0.2): each client its own share of one session.
+    CHECK(initialize_from("127.0.0.2", "198.51.100.1") == 200);
+    CHECK(initialize_from("127.0.0.2", "198.51.100.2") == 200);
+    CHECK(initialize_from("127.0.0.2", "198.51.100.1") == 429);
+    // A client naming someone else before the proxy's entry is still itself.
+    CHECK(initialize_from("127.0.0.2", "198.51.100.3, 198.51.100.1") == 429);
+    // Straight from a peer that is no proxy: its header counts for nothing.
+    CHECK(initialize_from("127.0.0.3", "198.51.100.4") == 200);
+    CHECK(initialize_from("127.0.0.3", "198.51.100.5") == 429);
+    CHECK(p.listener.sessions() == 3);
+    // A listener refuses to start with a proxy that is no address or network.
+    droid::http::options bad;
+    bad.trusted_proxies = {"proxy.example"};
+    droid::server srv{droid::server_info{.name = "bad", .version = "1"}};
+    CHECK_THROWS_AS(droid::http::listener(srv, bad), std::invalid_argument);
   }
 
   TEST_CASE("tenants: a request without a valid token is answered 401 from its head, its body never read") {

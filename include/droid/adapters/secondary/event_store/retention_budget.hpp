@@ -29,6 +29,7 @@ class retention_budget : public std::enable_shared_from_this<retention_budget> {
   /// removed from the budget's table when the last of them goes.
   class account {
    public:
+    /// Made by `retention_budget::open`, which keeps one account per live tenant.
     account(std::shared_ptr<retention_budget> budget, std::string tenant)
         : budget_(std::move(budget)), tenant_(std::move(tenant)) {}
     ~account();

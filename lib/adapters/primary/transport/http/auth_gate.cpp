@@ -61,7 +61,8 @@ std::string joined(const std::vector<std::string>& words) {
 
 }  // namespace
 
-auth_gate::auth_gate(const options& opts) : opts_(opts), enabled_(opts.auth.verifier != nullptr) {
+auth_gate::auth_gate(const options& opts)
+    : opts_(opts), enabled_(opts.auth.verifier != nullptr), proxies_(opts.trusted_proxies) {
   if (!enabled_) return;
   if (opts.auth.authorization_servers.empty())
     throw std::invalid_argument(
@@ -157,16 +158,19 @@ std::shared_ptr<const request_origin> auth_gate::origin_of(connection& c, const 
   // Without headers to copy, an origin is the same for every request of a connection
   // and a principal (the token cache hands out one principal per token): made once,
   // not per request.
-  if (opts_.forwarded_headers.empty() && c.last_origin && c.last_origin->principal == who) return c.last_origin;
+  // Behind a trusted proxy each request may come from another client: not cached either.
+  const bool proxied = proxies_.trusts(c.remote_address());
+  const bool cacheable = opts_.forwarded_headers.empty() && !proxied;
+  if (cacheable && c.last_origin && c.last_origin->principal == who) return c.last_origin;
   auto o = std::make_shared<request_origin>();
   o->principal = std::move(who);
-  o->remote_address = c.remote_address();
+  o->remote_address = proxied ? proxies_.client_of(c.remote_address(), req) : c.remote_address();
   for (const std::string& name : opts_.forwarded_headers) {
     constexpr std::size_t max_value = 1024;
     for (const header_field& h : req.headers)
       if (h.name == name) o->headers.emplace_back(name, std::string(h.value.substr(0, max_value)));
   }
-  if (opts_.forwarded_headers.empty()) c.last_origin = o;
+  if (cacheable) c.last_origin = o;
   return o;
 }
 
@@ -238,7 +242,8 @@ task<std::optional<bool>> auth_gate::admit(connection& c, const request& req, ca
 }
 
 const char* auth_gate::take_slot(const connection& c, caller& who) {
-  std::string address = "a" + c.remote_address();
+  // The origin's address: the client's, also behind a trusted proxy (`admit` made it).
+  std::string address = "a" + (who.origin ? who.origin->remote_address : c.remote_address());
   who.tenant = who.principal.empty() ? address : "p" + who.principal;
   who.slots = std::make_shared<request_slots>();
   if (!who.principal.empty() &&

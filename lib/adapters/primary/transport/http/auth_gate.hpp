@@ -30,6 +30,7 @@
 #include <droid/domain/ir/request_id.hpp>
 
 #include "keyed_limits.hpp"
+#include "proxy_trust.hpp"
 
 namespace droid::http::detail {
 
@@ -53,7 +54,8 @@ struct caller {
   /// and tasks are bound to.
   std::string principal;
   /// Whose share of the server's limits this request uses: "p" and the principal's key
-  /// when authenticated, "a" and the remote address otherwise.
+  /// when authenticated, "a" and the client's address otherwise (the remote address, or
+  /// behind a trusted proxy the one it forwarded).
   std::string tenant;
   /// The request's slots (`auth_gate::take_slot`); null before it.
   std::shared_ptr<request_slots> slots;
@@ -128,6 +130,8 @@ class auth_gate {
   std::string metadata_body_;
   std::vector<token_cache> caches_;
   keyed_limits limits_;
+  /// `options::trusted_proxies`: whose `X-Forwarded-For` names the client.
+  proxy_trust proxies_;
 };
 
 }  // namespace droid::http::detail

@@ -4,8 +4,12 @@
 /// HTTP: the session is its one event stream, and messages arrive by POST.
 #include "endpoints.hpp"
 
+#include <memory>
+#include <string>
+
 #include <asio/dispatch.hpp>
 
+#include <droid/application/server/outbound.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
@@ -13,6 +17,30 @@
 #include "connection.hpp"
 
 namespace droid::http::detail {
+
+namespace {
+
+/// A legacy request's own outbound: what it says goes on the session's one event stream,
+/// as it would without it; what it adds is an end. Why: this transport answers a POST
+/// 202 at once while its work runs on, and without an end to wait for the request's slots
+/// under the server's limits went back at the 202, so one client could keep any number of
+/// calls running (docs/security.md, "Limits per tenant").
+class held_request final : public outbound {
+ public:
+  held_request(std::shared_ptr<outbound> session_stream, std::shared_ptr<const void> held)
+      : stream_(std::move(session_stream)), held_(std::move(held)) {}
+  void send(std::string message) override { stream_->send(std::move(message)); }
+  /// The request is over: its slots go back.
+  void finish() override { held_.reset(); }
+  // interrupt() stays a no-op: the session's one stream is not a request's to end.
+  [[nodiscard]] std::string exchange_refusal() const override { return stream_->exchange_refusal(); }
+
+ private:
+  std::shared_ptr<outbound> stream_;
+  std::shared_ptr<const void> held_;
+};
+
+}  // namespace
 
 task<bool> legacy_endpoint::stream(connection& c, request& req, const caller& who) {
   const std::string_view* accept = req.find("accept");
@@ -69,8 +97,12 @@ task<bool> legacy_endpoint::message(connection& c, request& req, const caller& w
     if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
   entry->last_used = now_ns();
   // Everything the session says (the answer included) goes on its event stream.
-  asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
-    s->receive(std::move(m), nullptr, std::move(origin));
+  // A request holds its slots until it is over; the rest (answers to the server's
+  // questions, notifications) are over when received.
+  std::shared_ptr<outbound> own;
+  if (msg.is_request()) own = std::make_shared<held_request>(entry->standalone, who.slots);
+  asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin, own = std::move(own)]() mutable {
+    s->receive(std::move(m), std::move(own), std::move(origin));
   });
   co_return co_await c.reply(202, {}, {});
 }

@@ -161,14 +161,23 @@ struct options {
   /// Requests on the MCP paths one principal may have in progress at once (open event
   /// streams count, and a call whose client hung up counts until it ends); past it: 429
   /// with Retry-After. `max_requests_per_address` caps every remote address the same
-  /// way, authenticated or not (behind a proxy every client has the proxy's address:
-  /// raise it there). 0: no limit. docs/security.md, "Limits per tenant".
+  /// way, authenticated or not (behind a proxy, name it in `trusted_proxies`, or every
+  /// client has the proxy's address). 0: no limit. docs/security.md, "Limits per tenant".
   std::size_t max_requests_per_principal = 64;
   std::size_t max_requests_per_address = 256;  ///< see `max_requests_per_principal`
   /// Request headers (names in lower case) a tool may read through
   /// `tool_context::origin()`, e.g. "user-agent" or a proxy's "x-forwarded-for". Only
   /// these are copied, each at most 1 KiB.
   std::vector<std::string> forwarded_headers{};
+  /// Reverse proxies in front of this server, as addresses ("10.0.0.7") or networks
+  /// ("10.0.0.0/8", "fd00::/8"). A request from one of them is counted, for every
+  /// per-address limit and for `tool_context::origin()`, as coming from the client its
+  /// `X-Forwarded-For` names: the rightmost entry that is not itself a trusted proxy
+  /// (what the proxy appended; entries left of it are the client's own words and never
+  /// believed). From any other peer the header is ignored. Without it, behind a proxy
+  /// every client shares the proxy's address and so one share of each limit. The
+  /// connection caps still count the proxy's own connections. Empty: trust none.
+  std::vector<std::string> trusted_proxies{};
 
   /// Host names accepted besides `localhost`, `127.0.0.1` and `[::1]` (any port).
   std::vector<std::string> allowed_hosts{};
@@ -231,7 +240,7 @@ struct options {
   /// could make the server keep 8 GB for resumes that never come. 0: that limit is off.
   /// Not applied to a store made by `event_store`.
   std::size_t max_kept_bytes = 1u << 30;
-  std::size_t max_kept_bytes_per_tenant = 64u << 20;
+  std::size_t max_kept_bytes_per_tenant = 64u << 20;  ///< see `max_kept_bytes`
   /// Makes each session's event store; empty means the in-memory ring above.
   event_store_factory event_store{};
   /// Bytes queued for one client-facing stream before the server gives up on a client
@@ -335,7 +344,7 @@ class listener {
   /// Bytes of events the sessions' in-memory rings keep for resumption, and how many events
   /// were evicted early or not kept because a share of `max_kept_bytes` was full.
   [[nodiscard]] std::size_t kept_bytes() const;
-  [[nodiscard]] std::size_t kept_squeezed() const;
+  [[nodiscard]] std::size_t kept_squeezed() const;  ///< see `kept_bytes`
 
   /// The implementation; opaque (declared public only so its translation unit's helpers
   /// can name it).
