@@ -128,7 +128,10 @@ TEST_SUITE("application/served_methods") {
     droid::server bare{droid::server_info{.name = "bare", .version = "1"},
                        droid::server_options{.log = [](std::string_view) {}}};
     furnish(bare, false);
-    for (const auto& [method, claim] : table) {
+    for (const auto& entry : table) {
+      // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+      const std::string& method = entry.first;
+      const row& claim = entry.second;
       CAPTURE(method);
       // With everything registered, each era serves what its column says.
       CHECK(served_in_session(full, method) == claim.in_2025);
