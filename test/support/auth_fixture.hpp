@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -188,6 +189,13 @@ inline std::string modern_request(int id, std::string_view method, std::string_v
 inline std::string result_text(const std::string& body) {
   const auto v = boost::json::parse(body);
   return std::string(v.at("result").at("content").at(0).at("text").as_string());
+}
+
+/// A request's answer through a connection of its own.
+inline std::optional<droid::test::http_response> ask(std::uint16_t port, const std::string& request) {
+  raw_connection c(port);
+  c.send(request);
+  return c.read_response();
 }
 
 /// Opens a legacy HTTP+SSE stream on `stream` as `token`; returns the path its endpoint

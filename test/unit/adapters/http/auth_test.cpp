@@ -44,9 +44,7 @@ TEST_SUITE("adapters/http") {
     {
       // RFC 9728 §3.3: the root document would have to name `http://127.0.0.1:PORT`,
       // which is not this resource.
-      raw_connection c(f.port());
-      c.send("GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-      auto r = c.read_response();
+      auto r = ask(f.port(), "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
       REQUIRE(r);
       CHECK(r->status == 404);
     }
@@ -54,9 +52,7 @@ TEST_SUITE("adapters/http") {
       droid::http::options o;
       o.auth.resource = "https://mcp.example";
       auth_fixture root(o);
-      raw_connection c(root.port());
-      c.send("GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-      auto r = c.read_response();
+      auto r = ask(root.port(), "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
       REQUIRE(r);
       CHECK(r->status == 200);
       CHECK(boost::json::parse(r->body).at("resource").as_string() == "https://mcp.example");
@@ -279,9 +275,7 @@ TEST_SUITE("adapters/http") {
     droid::http::options opts;
     opts.legacy_sse = true;
     auth_fixture f(opts);
-    raw_connection anonymous(f.port());
-    anonymous.send("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n");
-    auto r = anonymous.read_response();
+    auto r = ask(f.port(), "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n");
     REQUIRE(r);
     CHECK(r->status == 401);
 

@@ -18,13 +18,6 @@ using namespace droid::test::auth;
 
 namespace {
 
-/// A request's answer through a connection of its own.
-std::optional<droid::test::http_response> ask(std::uint16_t port, const std::string& request) {
-  raw_connection c(port);
-  c.send(request);
-  return c.read_response();
-}
-
 /// A listener with no authentication, serving on a thread of its own.
 struct plain_listener {
   droid::server srv{droid::server_info{.name = "plain", .version = "1"}};

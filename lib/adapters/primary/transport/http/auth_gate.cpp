@@ -159,12 +159,12 @@ std::shared_ptr<const request_origin> auth_gate::origin_of(connection& c, const 
   // and a principal (the token cache hands out one principal per token): made once,
   // not per request.
   // Behind a trusted proxy each request may come from another client: not cached either.
-  const bool proxied = proxies_.trusts(c.remote_address());
-  const bool cacheable = opts_.forwarded_headers.empty() && !proxied;
+  std::optional<std::string> forwarded = proxies_.forwarded_client(c.remote_address(), req);
+  const bool cacheable = opts_.forwarded_headers.empty() && !forwarded;
   if (cacheable && c.last_origin && c.last_origin->principal == who) return c.last_origin;
   auto o = std::make_shared<request_origin>();
   o->principal = std::move(who);
-  o->remote_address = proxied ? proxies_.client_of(c.remote_address(), req) : c.remote_address();
+  o->remote_address = forwarded ? std::move(*forwarded) : c.remote_address();
   for (const std::string& name : opts_.forwarded_headers) {
     constexpr std::size_t max_value = 1024;
     for (const header_field& h : req.headers)

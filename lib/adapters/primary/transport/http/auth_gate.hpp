@@ -78,8 +78,8 @@ class auth_gate {
   /// serving.
   void prepare(std::size_t shards, const std::string& listener_url);
 
-  /// True for the paths that serve Protected Resource Metadata (the path-aware one and
-  /// when protection is on.
+  /// True for the path that serves this resource's Protected Resource Metadata (RFC
+  /// 9728's path-aware one), when protection is on.
   [[nodiscard]] bool is_metadata_path(std::string_view path) const noexcept;
   /// Answers a request on a metadata path (GET, HEAD, a CORS preflight; 405 otherwise).
   task<bool> serve_metadata(connection& c, request& req);

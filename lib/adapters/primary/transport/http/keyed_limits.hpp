@@ -33,9 +33,9 @@ class keyed_limits {
  public:
   keyed_limits();
 
-  /// A slot held for one request; given back when destroyed. It keeps the counts alive:
-  /// a call whose client hung up holds its slot until the call ends, which may be after
-  /// the listener that counted it is gone.
+  /// A place held by one request or one connection; given back when destroyed. It keeps
+  /// the counts alive: a call whose client hung up holds its slot until the call ends,
+  /// which may be after the listener that counted it is gone.
   class slot {
    public:
     slot() = default;

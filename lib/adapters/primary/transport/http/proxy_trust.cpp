@@ -65,8 +65,8 @@ bool proxy_trust::trusts(std::string_view address) const {
   return !ec && trusts(a);
 }
 
-std::string proxy_trust::client_of(std::string_view peer, const request& req) const {
-  if (!trusts(peer)) return std::string(peer);
+std::optional<std::string> proxy_trust::forwarded_client(std::string_view peer, const request& req) const {
+  if (!trusts(peer)) return std::nullopt;
   // Every X-Forwarded-For field, in order, is one list (RFC 9110 §5.3).
   std::vector<std::string_view> hops;
   for (const header_field& h : req.headers) {

@@ -4,6 +4,7 @@
 /// from behind them (`X-Forwarded-For`). Primary adapter, private; knows no MCP.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,11 +36,16 @@ class proxy_trust {
   [[nodiscard]] bool empty() const noexcept { return v4_.empty() && v6_.empty(); }
   /// Whether `address` (text, as a socket reports it) is a trusted proxy.
   [[nodiscard]] bool trusts(std::string_view address) const;
-  /// The address `req` comes from: `peer`, unless `peer` is trusted and the request
-  /// carries `X-Forwarded-For`; then its rightmost untrusted entry (or, when every entry
-  /// is trusted, the leftmost). An entry that is not an address is taken as it is, cut
-  /// to 64 bytes (a trusted proxy wrote it).
-  [[nodiscard]] std::string client_of(std::string_view peer, const request& req) const;
+  /// The address a request from trusted `peer` comes from, or nothing when `peer` is not
+  /// trusted (the request is its own peer's). From a trusted peer: the rightmost
+  /// untrusted `X-Forwarded-For` entry (or, when every entry is trusted, the leftmost;
+  /// with no header, `peer`). An entry that is not an address is taken as it is, cut to
+  /// 64 bytes (a trusted proxy wrote it).
+  [[nodiscard]] std::optional<std::string> forwarded_client(std::string_view peer, const request& req) const;
+  /// The address `req` comes from: `forwarded_client`, or `peer` itself.
+  [[nodiscard]] std::string client_of(std::string_view peer, const request& req) const {
+    return forwarded_client(peer, req).value_or(std::string(peer));
+  }
 
  private:
   [[nodiscard]] bool trusts(const asio::ip::address& a) const;
