@@ -71,7 +71,7 @@ class memory_task_table final : public droid::http::detail::shared_task_table {
  public:
   memory_task_table(std::shared_ptr<memory_world> w, std::shared_ptr<memory_task_store> local, std::string member)
       : w_(std::move(w)), local_(std::move(local)), member_(std::move(member)) {}
-  std::optional<std::string> create(task_record record) override {
+  std::optional<task_refusal> create(task_record record) override {
     const std::string id = record.id;
     auto refused = local_->create(std::move(record));
     if (!refused) publish(id);

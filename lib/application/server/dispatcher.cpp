@@ -8,6 +8,7 @@
 
 #include <boost/json/array.hpp>
 
+#include <droid/application/server/task_store.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
@@ -74,11 +75,25 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
                      const ir::request_id& id, const peer_info& peer, std::string_view modern_members,
                      request_channel* detach) {
   if (detach) {
-    std::string refusal;
-    if (!detach->become_task(refusal))
+    task_refusal refusal;
+    if (!detach->become_task(refusal)) {
+      // The client's share and a full server are limits it can wait out (429 and 503
+      // with Retry-After over HTTP, as the transport's own limits answer); anything else
+      // is this server's fault.
+      switch (refusal.which) {
+        case task_refusal::limit::tenant:
+          co_return reply::over_limit(429, "Too Many Requests: the call could not start as a task: " + refusal.message);
+        case task_refusal::limit::server:
+          co_return reply::over_limit(503,
+                                      "Service Unavailable: the call could not start as a task: " + refusal.message);
+        case task_refusal::limit::other:
+          break;
+      }
       co_return reply::error(ir::errc::internal_error,
                              "Internal error: the call could not start as a task: " +
-                                 (refusal.empty() ? std::string("the request cannot carry one") : refusal));
+                                 (refusal.message.empty() ? std::string("the request cannot carry one")
+                                                          : refusal.message));
+    }
   }
   tool_result result;
   try {

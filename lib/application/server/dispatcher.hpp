@@ -41,6 +41,11 @@ struct reply {
   struct failure {
     std::string message;
     std::string data;  ///< JSON text of `error.data`, or empty
+    /// Over HTTP, the status that carries this error instead of 200 (0: the usual one).
+    /// Why: an error that refuses a request for a limit (the client's share, a full
+    /// server) must reach the client as 429 or 503 with Retry-After, as the transport's
+    /// own limits do, even though the engine found it after the request was accepted.
+    int http_status = 0;
   };
 
   /// The result's JSON text; or, when `framed`, the whole response message.
@@ -73,6 +78,16 @@ struct reply {
   [[nodiscard]] static reply error(std::int64_t c, std::string text, std::string data_json = {}) {
     return reply{{}, c, std::make_unique<failure>(failure{std::move(text), std::move(data_json)}), false, false};
   }
+  /// An error that refuses the request for a limit, carried over HTTP as `http_status`
+  /// (429: the client's share, -32600 as the transport's own 429s; 503: the server is
+  /// full, -32603 as its own 503s).
+  [[nodiscard]] static reply over_limit(int http_status, std::string text) {
+    const ir::errc code = http_status == 429 ? ir::errc::invalid_request : ir::errc::internal_error;
+    return reply{{}, static_cast<std::int64_t>(code),
+                 std::make_unique<failure>(failure{std::move(text), {}, http_status}), false, false};
+  }
+  /// The HTTP status of an `over_limit` error (0 for anything else).
+  [[nodiscard]] int http_status() const noexcept { return error_text ? error_text->http_status : 0; }
 
  private:
   static const std::string& none() noexcept {

@@ -51,22 +51,31 @@ void memory_task_store::sweep(std::chrono::system_clock::time_point t) {
   }
 }
 
-std::optional<std::string> memory_task_store::create(task_record record) {
+std::optional<task_refusal> memory_task_store::create(task_record record) {
+  using limit = task_refusal::limit;
   std::lock_guard lock(mutex_);
   const auto t = now();
   sweep(t);
   if (tasks_.size() >= max_tasks_)
-    return "the server holds its maximum of " + std::to_string(max_tasks_) +
-           " tasks; try again when some have finished and expired";
+    return task_refusal{"the server holds its maximum of " + std::to_string(max_tasks_) +
+                            " tasks (server_options::task_options::max_tasks); try again when some have finished "
+                            "and expired",
+                        limit::server};
   if (result_bytes_ >= max_result_bytes_)
-    return "the results of finished tasks fill the server's task store (" + std::to_string(max_result_bytes_) +
-           " bytes); try again when some have expired";
-  if (tasks_.contains(record.id)) return "a task with this id exists already";
+    return task_refusal{"the results of finished tasks fill the server's task store (" +
+                            std::to_string(max_result_bytes_) +
+                            " bytes, server_options::task_options::max_result_bytes); try again when some have "
+                            "expired",
+                        limit::server};
+  if (tasks_.contains(record.id)) return task_refusal{"a task with this id exists already", limit::other};
   if (max_per_tenant_ != 0 && !record.tenant.empty()) {
     auto held = per_tenant_.find(record.tenant);
     if (held != per_tenant_.end() && held->second >= max_per_tenant_)
-      return "this client holds as many tasks as it may (server_options::task_options::max_tasks_per_tenant, " +
-             std::to_string(max_per_tenant_) + "); try again when one has finished and expired, or delete one";
+      return task_refusal{"this client holds as many tasks as it may (server_options::task_options::"
+                          "max_tasks_per_tenant, " +
+                              std::to_string(max_per_tenant_) +
+                              "); try again when one has finished and expired, or delete one",
+                          limit::tenant};
   }
   if (!record.tenant.empty()) ++per_tenant_[record.tenant];
   if (record.created_at == std::chrono::system_clock::time_point{}) record.created_at = t;

@@ -65,6 +65,7 @@ std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id&
   }
   std::string buf;
   if (r.is_error()) {
+    if (to && !closed && r.http_status() != 0) to->refuse_with_status(r.http_status());
     ir::append_error(buf, id, r.code, r.message(), r.data());
   } else {
     frame_result(buf, id, r.result, peer);
@@ -531,6 +532,7 @@ void request_runner::let_go_frame(std::uint64_t frame) {
 std::size_t request_runner::kept_frames() const noexcept { return impl_->kept.size(); }
 std::size_t request_runner::running_tasks() const noexcept { return impl_->tasks.size(); }
 void request_runner::set_standalone(std::shared_ptr<outbound> out) { impl_->standalone = std::move(out); }
+void request_runner::keep_alive_with(std::shared_ptr<const void> owner) { impl_->referenced = std::move(owner); }
 
 void request_runner::answer_task(const std::string& id,
                                  std::vector<std::pair<std::string, boost::json::value>> answers) {

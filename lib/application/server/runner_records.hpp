@@ -153,7 +153,7 @@ struct runner_call final : detail::request_channel {
   void answer_when_ended() override { graceful = true; }
   const boost::json::value* recorded_once(std::string_view key) override;
   void record_once(std::string_view key, const boost::json::value& value) override;
-  bool become_task(std::string& refusal) override;
+  bool become_task(task_refusal& refusal) override;
   std::string_view task_id() const noexcept override { return task ? std::string_view(task->id) : std::string_view(); }
   const request_origin* origin() const noexcept override {
     if (origin_of_request) return origin_of_request.get();
@@ -374,6 +374,9 @@ struct request_runner::impl {
   /// The session's own stream (2025: the GET stream, or stdio), for what a task sends
   /// when no `tasks/result` waits: progress, logs, status notifications.
   std::shared_ptr<outbound> standalone;
+  /// What references given to `serve` point into (the session's peer): see
+  /// `request_runner::keep_alive_with`.
+  std::shared_ptr<const void> referenced;
   /// Names this runner in 2025 task owners (a session's tasks are its own).
   std::uint64_t serial = 0;
 };

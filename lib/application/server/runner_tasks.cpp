@@ -88,15 +88,16 @@ std::string request_runner::impl::task_owner(const peer_info& peer) const {
   return "s" + std::to_string(serial) + ":" + peer.principal;
 }
 
-bool runner_call::become_task(std::string& refusal) {
+bool runner_call::become_task(task_refusal& refusal) {
   // A request with a question outstanding, or one kept for a retry, is in the middle of
   // something else; one that was cancelled has nobody to answer.
   if (task || !offer.allowed || cancelled || state.closed || kept || !pending.empty()) return false;
   if (own_peer && !own_peer->is_modern()) {
     // A 2025 request with a view of the client of its own has no session (stateless
     // HTTP): nothing would own the task, and the next request could not find it.
-    refusal = "a 2025 task belongs to its session, and this request has none (a stateless server: "
-              "http::options::stateless); serve with sessions, or call in 2026-07-28";
+    refusal = {"a 2025 task belongs to its session, and this request has none (a stateless server: "
+               "http::options::stateless); serve with sessions, or call in 2026-07-28",
+               task_refusal::limit::other};
     return false;
   }
   detail::task_engine& engine = detail::core(state.srv).tasks();
@@ -114,7 +115,7 @@ bool runner_call::become_task(std::string& refusal) {
   record.ttl = offer.ttl.count() > 0 ? std::min(offer.ttl, options.ttl) : options.ttl;
   record.poll_interval = options.poll_interval;
   record.revision = peer->protocol_version;
-  if (std::optional<std::string> why = engine.store().create(record)) {
+  if (std::optional<task_refusal> why = engine.store().create(record)) {
     refusal = std::move(*why);
     return false;
   }

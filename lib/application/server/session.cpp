@@ -49,6 +49,7 @@ struct session::impl {
   impl(server& s, asio::any_io_executor e, std::shared_ptr<outbound> o)
       : srv(s), executor(e), out(std::move(o)), runner(request_runner::create(s, std::move(e))) {
     runner->set_standalone(out);
+    runner->keep_alive_with(peer_home);
   }
 
   /// Returns the bytes sent (0 once closed).
@@ -63,7 +64,12 @@ struct session::impl {
   /// Serves every request of this session, and every 2026 request that arrives on the
   /// same connection (stdio), each with its own view of the client.
   std::shared_ptr<request_runner> runner;
-  peer_info peer;
+  /// The client as `initialize` described it, owned with the runner: a task's tool (or a
+  /// call being cancelled) may resume after the session is gone, and its frame reads the
+  /// peer it was served for. Without this a DELETE, a reap or a stop during a task was a
+  /// use after free.
+  std::shared_ptr<peer_info> peer_home = std::make_shared<peer_info>();
+  peer_info& peer = *peer_home;
   bool initialized = false;
   bool closed = false;
   /// Whether `initialize` declared the tools capability: a client that was not told

@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/application/server/task_store.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -284,9 +285,9 @@ exchange_result exchange_awaiter::await_resume() {
 void exchange_awaiter::canceller::operator()() const noexcept { channel->cancel_exchange(id); }
 
 task<bool> tool_context::continue_as_task() {
-  std::string refusal;
+  task_refusal refusal;
   const bool detached = channel_->become_task(refusal);
-  if (!refusal.empty()) channel_->log("a tool could not continue as a task: " + refusal);
+  if (!refusal.message.empty()) channel_->log("a tool could not continue as a task: " + refusal.message);
   co_return detached;
 }
 

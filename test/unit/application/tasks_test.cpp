@@ -187,7 +187,8 @@ TEST_SUITE("application/tasks") {
     CHECK_FALSE(store.create(task("b", "bob")));
     const auto full = store.create(task("c", "alice"));
     REQUIRE(full);
-    CHECK(full->find("maximum of 2 tasks") != std::string::npos);
+    CHECK(full->message.find("maximum of 2 tasks") != std::string::npos);
+    CHECK(full->which == droid::task_refusal::limit::server);
     CHECK(store.get("a", "alice"));
     CHECK_FALSE(store.get("a", "bob"));  // another owner's is unknown
 
@@ -464,6 +465,26 @@ TEST_SUITE("application/tasks") {
     CHECK(droid::live_frames() == 0);
   }
 
+  TEST_CASE("2025-11-25: a session destroyed as it ends, its task's tool still to unwind: the frame reads nothing freed") {
+    // What a DELETE, a reap or a stop does: the transport ends the session and drops it
+    // at once, while the task's tool resumes later (its stop arrives through a post) and
+    // its frame then reads the peer it was served for. Under AddressSanitizer this was a
+    // use after free until the runner kept the session's peer alive.
+    fixture f;
+    f.feed(legacy(0, "initialize", R"({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}})"));
+    f.feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    f.out->sent.clear();
+    const auto created = result_of(f.send(legacy(1, "tools/call", R"({"name":"waits","task":{}})")));
+    CHECK(created.at("task").at("status") == "working");
+    droid::test::poll(f.io);
+    CHECK(f.srv.running_tasks() == 1);
+    f.s->close();
+    f.s.reset();  // the session is gone before its task's frame has unwound
+    droid::test::poll(f.io);
+    CHECK(f.srv.running_tasks() == 0);
+    CHECK(droid::live_frames() == 0);
+  }
+
   TEST_CASE("2025-11-25: a session that ends takes its tasks with it, running or not; another never sees them") {
     auto store = std::make_shared<droid::memory_task_store>();
     auto o = options();
@@ -539,7 +560,8 @@ TEST_SUITE("application/tasks") {
     CHECK_FALSE(store.create(task("a2", "pA")));
     const auto refused = store.create(task("a3", "pA"));
     REQUIRE(refused);
-    CHECK(refused->find("max_tasks_per_tenant") != std::string::npos);
+    CHECK(refused->message.find("max_tasks_per_tenant") != std::string::npos);
+    CHECK(refused->which == droid::task_refusal::limit::tenant);
     CHECK_FALSE(store.create(task("b1", "pB")));
     CHECK_FALSE(store.create(task("n1", "")));  // no tenant known (stdio): no share
     // A removed task gives its place back; so does one that expired.

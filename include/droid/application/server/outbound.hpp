@@ -28,6 +28,12 @@ class outbound {
   /// Why: an HTTP POST answered as an event stream must end its response then; a stream
   /// that is not per request (stdout) ignores it.
   virtual void finish() {}
+  /// The message sent next answers the request with an error that refuses it for a
+  /// limit, and `http_status` (429: the client's share; 503: the server is full) says
+  /// which. Why: a transport with a status line answers such a refusal with that status
+  /// and Retry-After when it has not started its response, so that clients and proxies
+  /// back off as they do for the transport's own limits; others ignore it.
+  virtual void refuse_with_status(int http_status) { (void)http_status; }
   /// Ends the connection currently carrying this stream, if the transport can resume it
   /// later (`tool_context::close_stream`); otherwise nothing.
   virtual void interrupt() {}

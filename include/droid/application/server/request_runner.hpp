@@ -130,6 +130,11 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// Where a task sends what concerns no request (its progress, its status): the
   /// session's own stream, which the session keeps current (null: none).
   void set_standalone(std::shared_ptr<outbound> out);
+  /// Keeps `owner` alive as long as this runner. Why: a frame the runner spawned holds
+  /// the runner, and may resume after its session was destroyed (a task's tool, or a
+  /// cancelled call whose stop is still on its way); the peer that `serve` was given by
+  /// reference must live as long, so the session hands its peer's owner here.
+  void keep_alive_with(std::shared_ptr<const void> owner);
 
   /// Requests being served.
   [[nodiscard]] std::size_t in_flight() const noexcept;

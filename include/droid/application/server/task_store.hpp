@@ -82,6 +82,22 @@ struct task_record {
   [[nodiscard]] std::chrono::system_clock::time_point expires_at() const noexcept { return created_at + ttl; }
 };
 
+/// Why a store turned a new task away, and whose limit it was.
+///
+/// Why the kind and not only a sentence: over HTTP a refusal for the client's own share
+/// is a 429 and one for a full server a 503, each with Retry-After, so that a client (or
+/// the proxy in front) backs off instead of retrying at once or giving up for good.
+struct task_refusal {
+  /// Whose bound the new task would have passed.
+  enum class limit : std::uint8_t {
+    tenant,  ///< the client's share (`max_tasks_per_tenant`): 429
+    server,  ///< the whole store (`max_tasks`, the results' bytes): 503
+    other,   ///< anything else (an id taken, a request that cannot carry a task)
+  };
+  std::string message{};  ///< a sentence for the client, naming the option
+  limit which = limit::other;  ///< whose bound it was
+};
+
 /// A page of `list`.
 struct task_page {
   std::vector<task_record> tasks{};  ///< the tasks on this page
@@ -99,9 +115,9 @@ class task_store {
  public:
   virtual ~task_store() = default;
 
-  /// Records a new task. Refused (with a sentence saying why) when the store is full:
-  /// a new task is turned away rather than an old result dropped.
-  [[nodiscard]] virtual std::optional<std::string> create(task_record record) = 0;
+  /// Records a new task. Refused (saying why, and whose limit it was) when the store or
+  /// the task's tenant is full: a new task is turned away rather than an old result dropped.
+  [[nodiscard]] virtual std::optional<task_refusal> create(task_record record) = 0;
   /// The task `id` if `owner` may see it, and it has not expired; none otherwise (an
   /// unknown id and another owner's are indistinguishable, on purpose).
   [[nodiscard]] virtual std::optional<task_record> get(std::string_view id, std::string_view owner) = 0;
@@ -142,7 +158,7 @@ class memory_task_store final : public task_store {
   explicit memory_task_store(std::size_t max_tasks = 1024, std::size_t max_result_bytes = 64u << 20,
                              clock_fn now = {}, std::size_t max_per_tenant = 0);
 
-  std::optional<std::string> create(task_record record) override;
+  std::optional<task_refusal> create(task_record record) override;
   std::optional<task_record> get(std::string_view id, std::string_view owner) override;
   std::optional<task_page> list(std::string_view owner, std::string_view after, std::size_t limit) override;
   bool ask(std::string_view id, std::string key, std::string request_json) override;

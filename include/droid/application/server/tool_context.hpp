@@ -97,6 +97,8 @@ struct elicitation {
   std::optional<T> content{};  ///< the decoded form, for `accept`
 };
 
+struct task_refusal;  // task_store.hpp: a context need not include the store
+
 namespace detail {
 
 struct context_rebind;
@@ -161,8 +163,8 @@ class request_channel {
   /// request is answered with the task and the tool goes on as it. False, with nothing
   /// changed, when the request cannot become one (the client does not accept tasks, the
   /// tool does not support them, it is one already); `refusal` then says why when the
-  /// task store turned the task away.
-  virtual bool become_task(std::string& refusal) = 0;
+  /// task store turned the task away, or the request cannot carry a task at all.
+  virtual bool become_task(task_refusal& refusal) = 0;
   /// The id of the task this tool runs as, or empty.
   [[nodiscard]] virtual std::string_view task_id() const noexcept = 0;
   /// Where the request came from (null: the transport said nothing, as stdio).

@@ -139,7 +139,7 @@ void shared_task_store::drop(std::string_view id) {
   local_->remove(id);
 }
 
-std::optional<std::string> shared_task_store::create(task_record record) {
+std::optional<task_refusal> shared_task_store::create(task_record record) {
   const std::string id = record.id;
   auto refused = local_->create(std::move(record));
   if (!refused) publish(id);

@@ -39,7 +39,7 @@ class shared_task_store final : public http::detail::shared_task_table {
                     std::function<void(std::vector<std::string>)> write)
       : local_(std::move(local)), instance_(std::move(instance)), prefix_(std::move(prefix)), write_(std::move(write)) {}
 
-  std::optional<std::string> create(task_record record) override;
+  std::optional<task_refusal> create(task_record record) override;
   std::optional<task_record> get(std::string_view id, std::string_view owner) override { return local_->get(id, owner); }
   std::optional<task_page> list(std::string_view owner, std::string_view after, std::size_t limit) override {
     return local_->list(owner, after, limit);

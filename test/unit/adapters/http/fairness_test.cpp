@@ -102,7 +102,10 @@ TEST_SUITE("adapters/http") {
       auto r = from_attacker(port, modern_request(200 + i, "tools/call", "confirm", R"("name":"confirm","arguments":{})",
                                                   task_caps, "bob"));
       REQUIRE(r);
-      if (r->body.find("max_tasks_per_tenant") != std::string::npos) task_refused = true;
+      if (r->body.find("max_tasks_per_tenant") != std::string::npos) {
+        task_refused = true;
+        CHECK(r->status == 429);
+      }
       else if (r->body.find(R"("resultType":"task")") != std::string::npos) ++tasks;
     }
     CHECK(tasks == 4);

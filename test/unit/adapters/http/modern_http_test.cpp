@@ -120,7 +120,9 @@ std::vector<boost::json::value> sse_messages(const std::string& body) {
 /// Affinity: any thread (the store is called from every shard).
 class observed_task_store final : public droid::task_store {
  public:
-  std::optional<std::string> create(droid::task_record record) override { return inner_.create(std::move(record)); }
+  std::optional<droid::task_refusal> create(droid::task_record record) override {
+    return inner_.create(std::move(record));
+  }
   std::optional<droid::task_record> get(std::string_view id, std::string_view owner) override {
     return inner_.get(id, owner);
   }

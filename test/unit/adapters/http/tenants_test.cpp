@@ -309,7 +309,7 @@ TEST_SUITE("adapters/http") {
     CHECK(opened);
   }
 
-  TEST_CASE("tenants: one tenant's tasks are capped (the error names the limit); another's go on") {
+  TEST_CASE("tenants: one tenant's tasks are capped (429 naming the limit, Retry-After); another's go on") {
     droid::server_options so;
     so.tasks.max_tasks_per_tenant = 1;
     auth_fixture f({}, so);
@@ -318,14 +318,71 @@ TEST_SUITE("adapters/http") {
       auto r = ask(f.port(), modern_request(id, "tools/call", "confirm", R"("name":"confirm","arguments":{})", task_caps,
                                             token));
       REQUIRE(r);
-      return boost::json::parse(r->body);
+      return *r;
     };
-    CHECK(create(1, "alice").at("result").at("resultType") == "task");
-    // Alice's task counts for its lifetime (finished or not): her next one is refused.
-    const auto refused = create(2, "alice");
+    const auto first = create(1, "alice");
+    CHECK(first.status == 200);
+    CHECK(boost::json::parse(first.body).at("result").at("resultType") == "task");
+    // Alice's task counts for its lifetime (finished or not): her next one is refused,
+    // with the status and Retry-After every other limit of hers answers with.
+    const auto second = create(2, "alice");
+    CHECK(second.status == 429);
+    REQUIRE(second.header("retry-after"));
+    CHECK(*second.header("retry-after") == "1");
+    const auto refused = boost::json::parse(second.body);
     REQUIRE(refused.as_object().contains("error"));
     CHECK(refused.at("id") == 2);
+    CHECK(refused.at("error").at("code") == -32600);
     CHECK(std::string(refused.at("error").at("message").as_string()).find("max_tasks_per_tenant") != std::string::npos);
-    CHECK(create(3, "bob").at("result").at("resultType") == "task");
+    CHECK(boost::json::parse(create(3, "bob").body).at("result").at("resultType") == "task");
+  }
+
+  TEST_CASE("tenants: a 2025 session's task over the cap is a 429 even on an event-stream server; a full server a 503") {
+    droid::server_options so;
+    so.tasks.max_tasks_per_tenant = 1;
+    so.tasks.max_tasks = 2;
+    auth_fixture f({}, so, false);  // answers as event streams: the refusal must not hide in one
+    const std::string init =
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+        R"("capabilities":{"tasks":{"requests":{"tools":{"call":{}}}}},"clientInfo":{"name":"t","version":"1"}}})";
+    const auto open = [&](std::string_view token) {
+      auto r = ask(f.port(), mcp_post(init, bearer(token)));
+      REQUIRE(r);
+      REQUIRE(r->status == 200);
+      REQUIRE(r->header("mcp-session-id"));
+      const std::string sid = *r->header("mcp-session-id");
+      auto done = ask(f.port(), mcp_post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                                         in_session(sid, token)));
+      REQUIRE(done);
+      return sid;
+    };
+    const auto create = [&](int id, const std::string& sid, std::string_view token) {
+      auto r = ask(f.port(),
+                   mcp_post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                                R"(,"method":"tools/call","params":{"name":"confirm","arguments":{},"task":{}}})",
+                            in_session(sid, token)));
+      REQUIRE(r);
+      return *r;
+    };
+    const std::string alice = open("alice");
+    const auto first = create(1, alice, "alice");
+    CHECK(first.status == 200);
+    CHECK(first.body.find(R"("taskId")") != std::string::npos);
+    const auto second = create(2, alice, "alice");
+    CHECK(second.status == 429);
+    CHECK(second.header("retry-after"));
+    REQUIRE(second.header("content-type"));
+    CHECK(*second.header("content-type") == "application/json");  // one document, not a stream
+    const auto refused = boost::json::parse(second.body);
+    CHECK(refused.at("id") == 2);
+    CHECK(std::string(refused.at("error").at("message").as_string()).find("max_tasks_per_tenant") != std::string::npos);
+    // Bob takes the server's last place; then the server is full for everyone, and its
+    // own bound is what is named: 503 (Bob is within his share).
+    const std::string bob = open("bob");
+    CHECK(create(3, bob, "bob").status == 200);
+    const auto full = create(4, bob, "bob");
+    CHECK(full.status == 503);
+    CHECK(full.header("retry-after"));
+    CHECK(full.body.find("max_tasks)") != std::string::npos);
   }
 }

@@ -476,6 +476,13 @@ task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, co
   }
   if (sink->dead()) co_return false;
   if (last.empty()) co_return co_await reply(202, {}, {}, false, extra);
+  if (const int status = sink->answer_status(); status != 0) {
+    // A refusal for a limit the engine found (response_sink::set_answer_status): the
+    // client backs off as for the transport's own 429 and 503.
+    std::string headers = extra;
+    headers += "Retry-After: 1\r\n";
+    co_return co_await reply(status, "application/json", last, false, headers);
+  }
   co_return co_await reply(200, "application/json", last, false, extra);
 }
 
@@ -486,6 +493,10 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
   // nothing meanwhile: its read buffer goes back to the heap until the next read (one
   // allocation when the stream ends, against 16 KiB held by every idle stream).
   if (standalone) read_buffer_.reset();
+  // A request refused for a limit before its stream began is answered with the status
+  // that says so (429, 503), as one JSON document: the client offered both kinds, and a
+  // 200 event stream would hide the refusal from every proxy and retry policy.
+  if (!headers_sent && sink->answer_status() != 0 && sink->finished()) co_return co_await serve_json(sink, extra);
   std::string out;
   if (!headers_sent) {
     // X-Accel-Buffering: a proxy in front (nginx) would otherwise hold events back.

@@ -64,6 +64,10 @@ void response_sink::reject(int status, std::string message) {
   });
 }
 
+void response_sink::set_answer_status(int status) {
+  droid::detail::dispatch_on(home_, [self = shared_from_this(), status] { self->answer_status_ = status; });
+}
+
 void response_sink::waiter::await_suspend(std::coroutine_handle<> h) {
   sink.waiter_ = h;
   sink.waiting_for_verdict_ = for_verdict;
@@ -102,6 +106,11 @@ void logical_stream::send(std::string message) {
   // Recorded first: whatever happens to the connection, a resuming client can have it.
   if (store_) store_->append(number_, seq, message);
   if (sink_) sink_->push(sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)});
+}
+
+void logical_stream::refuse_with_status(int http_status) {
+  // A resumed sink has sent its status line already; only the request's own may change.
+  if (!finished_ && sink_ && !sink_resumed_) sink_->set_answer_status(http_status);
 }
 
 void logical_stream::finish() {

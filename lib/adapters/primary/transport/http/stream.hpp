@@ -66,6 +66,10 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void reject(int status, std::string message);
   /// Ends a `hold()`: the response may start (from any shard).
   void release();
+  /// The answer about to be pushed refuses the request for a limit: a response not yet
+  /// started is sent as one JSON document with this status (and Retry-After) instead of
+  /// 200 (from any shard, before that push; `outbound::refuse_with_status`).
+  void set_answer_status(int status);
 
   // ---- connection shard only ---------------------------------------------------------
   /// Why an awaiter and not a task: a request waits on its sink at least once, and a
@@ -95,6 +99,8 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void hold() noexcept { held_ = true; }
   [[nodiscard]] bool held() const noexcept { return held_; }
   [[nodiscard]] int rejected_status() const noexcept { return rejected_status_; }
+  /// The status `set_answer_status` asked for (0: none, the usual 200).
+  [[nodiscard]] int answer_status() const noexcept { return answer_status_; }
   [[nodiscard]] const std::string& rejected_message() const noexcept { return rejected_message_; }
   /// The connection is gone (or must go): drop everything from now on.
   void kill() noexcept;
@@ -137,6 +143,7 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   bool accepted_ = false;
   bool held_ = false;
   int rejected_status_ = 0;
+  int answer_status_ = 0;
   std::string rejected_message_;
 };
 
@@ -170,6 +177,7 @@ class logical_stream final : public outbound {
 
   void send(std::string message) override;
   void finish() override;
+  void refuse_with_status(int http_status) override;
   /// Ends the attached sink's response (its connection may be reused) but not the
   /// stream: only a stream with a store can be resumed, so without one this does nothing.
   void interrupt() override;
