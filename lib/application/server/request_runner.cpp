@@ -17,7 +17,6 @@
 #include <droid/application/server/request_runner.hpp>
 
 #include <atomic>
-#include <charconv>
 #include <exception>
 #include <stop_token>
 #include <unordered_map>
@@ -148,24 +147,6 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
   }
 }
 
-/// Takes the waiter for `id` out of the table and resumes it with `outcome`. After
-/// `resume()` returns, nothing here may be touched that the tool could have ended
-/// (the caller holds the runner alive).
-bool request_runner::impl::resolve(std::int64_t id, exchange_result outcome) {
-  auto it = waiters.find(id);
-  if (it == waiters.end()) return false;
-  detail::exchange_waiter* w = it->second;
-  waiters.erase(it);
-  if (auto a = askers.find(id); a != askers.end()) {
-    runner_call* asker = a->second;
-    askers.erase(a);
-    if (asker->task) asker->task_question_answered(id);
-  }
-  *w->slot = std::move(outcome);
-  w->handle.resume();
-  return true;
-}
-
 void runner_call::notify(std::string_view method, std::string params_json) {
   // A cancelled request is silent from then on: MCP says the sender of the cancellation
   // no longer expects anything about it.
@@ -182,76 +163,55 @@ void runner_call::notify(std::string_view method, std::string params_json) {
 
 void runner_call::log(std::string_view line) { state.srv.diagnose(diagnostic_level::warning, line); }
 
-std::optional<exchange_result> runner_call::settle_now(std::string_view method, std::string_view params_json,
-                                                      std::string& key) {
-  if (task) return settle_task_question(method, key);
-  if (peer->is_modern()) return settle_round(method, params_json, key);
-  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the peer answered");
-  if (!stream)
-    return detail::refusal(errc::exchange_refused,
-                   "this request has no stream to carry a question to the client");
-  if (std::string why = stream->exchange_refusal(); !why.empty())
-    return detail::refusal(errc::exchange_refused, std::move(why));
-  if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return detail::refusal(errc::exchange_refused,
-                   "the client did not declare the `" + std::string(cap) + "` capability " +
-                       std::string(detail::where_declared(*peer)) + ", so it cannot be asked " + std::string(method));
+std::optional<exchange_result> detail::wire_questions::settle(std::string_view method, std::string_view,
+                                                              std::string&) {
+  if (call.state.closed) return refusal(errc::session_ended, "the session ended before the peer answered");
+  if (!call.stream) return refusal(errc::exchange_refused, "this request has no stream to carry a question to the client");
+  if (std::string why = call.stream->exchange_refusal(); !why.empty()) return refusal(errc::exchange_refused, std::move(why));
+  const peer_info& peer = *call.peer;
+  if (const std::string_view cap = capability_for(method); !cap.empty() && !peer.has_capability(cap))
+    return refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
+                                               std::string(where_declared(peer)) + ", so it cannot be asked " +
+                                               std::string(method));
   return std::nullopt;
 }
 
-std::int64_t runner_call::mint_exchange_id() { return state.next_exchange_id++; }
+void detail::wire_questions::ask(std::int64_t id, std::string_view method, std::string_view params, std::string) {
+  std::string buf;
+  const std::optional<std::string> traced = traced_params(params, call.context);
+  ir::append_request(buf, ir::request_id(id), method, traced ? std::string_view(*traced) : params);
+  // Last: the caller touches nothing after this, so a transport may even answer at once.
+  call.stream->send(std::move(buf));
+}
+
+std::optional<exchange_result> detail::wire_questions::withdraw(std::int64_t id) {
+  // The peer may still be working on the question (a person filling in a form): tell it
+  // to stop, on the same stream the question went out on.
+  if (!call.state.closed && call.stream) {
+    std::string buf;
+    ir::append_notification(buf, "notifications/cancelled",
+                            R"({"requestId":)" + std::to_string(id) + R"(,"reason":"the tool's request was cancelled"})");
+    call.stream->send(std::move(buf));
+  }
+  return refusal(errc::cancelled, "the request was cancelled before the peer answered");
+}
+
+std::int64_t runner_call::mint_exchange_id() { return state.exchanges.mint(); }
 
 void runner_call::begin_exchange(detail::exchange_waiter& waiter, std::string_view method,
                                  std::string_view params_json, std::string key, std::int64_t exchange_id) {
-  state.askers.emplace(exchange_id, this);
-  if (task) {
-    ask_in_task(waiter, method, params_json, std::move(key), exchange_id);
-    return;
-  }
-  if (peer->is_modern()) {
-    ask_in_round(waiter, method, params_json, std::move(key), exchange_id);
-    return;
-  }
-  state.waiters.emplace(exchange_id, &waiter);
-  std::string buf;
-  const std::optional<std::string> traced = detail::traced_params(params_json, context);
-  ir::append_request(buf, ir::request_id(exchange_id), method, traced ? std::string_view(*traced) : params_json);
-  // Last: the caller touches nothing after this, so a transport may even answer at once.
-  stream->send(std::move(buf));
+  // Parked before it travels: a transport may answer at once, inside `ask`.
+  state.exchanges.park(exchange_id, waiter, *carrier);
+  carrier->ask(exchange_id, method, params_json, std::move(key));
 }
 
 void runner_call::cancel_exchange(std::int64_t exchange_id) {
   // Possibly another thread (whoever requested the stop): only immutable members are
-  // read here, and the withdrawal runs on the shard.
+  // read here, and the withdrawal runs on the shard. The runner is held through it: the
+  // resumed tool may end the runner's last other reference.
   asio::post(state.executor, [weak = owner.weak_from_this(), exchange_id] {
-    if (const std::shared_ptr<request_runner> runner = weak.lock()) runner->impl_->cancel_asked(exchange_id);
+    if (const std::shared_ptr<request_runner> runner = weak.lock()) runner->impl_->exchanges.withdraw(exchange_id);
   });
-}
-
-void request_runner::impl::cancel_asked(std::int64_t exchange_id) {
-  auto it = askers.find(exchange_id);
-  if (it == askers.end()) return;  // answered, or ended, meanwhile
-  runner_call& c = *it->second;
-  if (c.task) {
-    c.withdraw_task_question(exchange_id);
-    return;
-  }
-  if (c.peer->is_modern()) {
-    c.withdraw_question(exchange_id);
-    return;
-  }
-  // The peer may still be working on the question (a person filling in a form): tell it
-  // to stop, on the same stream the question went out on.
-  if (!closed && c.stream) {
-    std::string buf;
-    ir::append_notification(buf, "notifications/cancelled",
-                            R"({"requestId":)" + std::to_string(exchange_id) +
-                                R"(,"reason":"the tool's request was cancelled"})");
-    c.stream->send(std::move(buf));
-  }
-  auto keep_alive = c.owner.shared_from_this();
-  resolve(exchange_id, exchange_result(exchange_error{make_error_code(errc::cancelled), 0,
-                                                      "the request was cancelled before the peer answered", {}}));
 }
 
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
@@ -341,6 +301,8 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     record.peer = peer;
     record.origin_of_request = std::move(origin);
   }
+  // The era decides how the request's questions travel, once, here.
+  if (record.peer->is_modern()) record.carrier = &record.round_side;
   record.observed = detail::observe(srv, method, params, *record.peer, bytes_in);
   // A request answered at once leaves the table before its answer goes out, as one
   // answered later does; its peer is taken out of the record first (`id` is the
@@ -507,12 +469,7 @@ void request_runner::close() {
     if (c.graceful && !c.cancelled) answering.push_back(c.stop);
   for (std::stop_source& stop : answering) stop.request_stop();
   s.closed = true;
-  for (auto& [id, w] : std::exchange(s.waiters, {})) {
-    s.askers.erase(id);
-    *w->slot = exchange_result(exchange_error{make_error_code(errc::session_ended), 0,
-                                              "the session ended before the peer answered", {}});
-    w->handle.resume();
-  }
+  s.exchanges.end_answered_by_id("the session ended before the peer answered");
   // Frames kept for a retry will not get one from this runner; nor will its tasks run on.
   s.let_go_all();
   s.end_tasks();
@@ -550,46 +507,15 @@ void request_runner::forget_forwarded(const ir::request_id& key) { impl_->forwar
 bool request_runner::is_closed() const noexcept { return impl_->closed; }
 
 void request_runner::route_answer(const ir::message& msg) {
-  impl& s = *impl_;
-  // Our ids are integers; a peer that echoes one as a string ("1099511627776") still
-  // means ours (TypeScript and Python peers do this).
-  std::int64_t id = 0;
-  const ir::request_id& rid = msg.id();
-  bool numeric = rid.is_integer();
-  if (numeric) {
-    id = rid.integer();
-  } else {
-    const std::string& text = rid.string();
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-    numeric = ec == std::errc() && end == text.data() + text.size() && !text.empty();
-  }
-  if (!numeric || !s.waiters.contains(id)) {
-    // An answer to a question we gave up on, never asked, or asked of another session:
-    // dropped, counted, never dispatched and never answered.
-    ++s.dropped;
-    return;
-  }
-  exchange_result outcome;
-  if (msg.kind() == ir::message_kind::response) {
-    boost::json::value v;
-    if (parse_exact(msg.result().text, v))
-      outcome = exchange_result(std::move(v));
-    else
-      outcome = exchange_result(
-          exchange_error{make_error_code(errc::peer_error), 0, "the peer's result could not be read", {}});
-  } else {
-    outcome = exchange_result(exchange_error{make_error_code(errc::peer_error), msg.error_code(),
-                                             msg.error_message(), std::string(msg.error_data().text)});
-  }
   // The resumed tool may finish and end this runner's last reference.
   auto keep_alive = shared_from_this();
-  s.resolve(id, std::move(outcome));
+  (void)impl_->exchanges.route_answer(msg);
 }
 
 std::size_t request_runner::in_flight() const noexcept { return impl_->in_flight.size(); }
 bool request_runner::is_in_flight(const ir::request_id& key) const { return impl_->in_flight.contains(key); }
-std::size_t request_runner::outstanding_exchanges() const noexcept { return impl_->waiters.size(); }
-std::size_t request_runner::dropped_responses() const noexcept { return impl_->dropped; }
+std::size_t request_runner::outstanding_exchanges() const noexcept { return impl_->exchanges.size(); }
+std::size_t request_runner::dropped_responses() const noexcept { return impl_->exchanges.dropped(); }
 const asio::any_io_executor& request_runner::executor() const noexcept { return impl_->executor; }
 
 }  // namespace droid

@@ -81,25 +81,27 @@ detail::round_memory& runner_call::memory() {
   return *remembered;
 }
 
-std::optional<exchange_result> runner_call::settle_round(std::string_view method, std::string_view params_json,
-                                                         std::string& key) {
-  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the peer answered");
-  if (!rounds)
-    return detail::refusal(errc::exchange_refused,
-                   "this request cannot ask the client anything: in MCP " + peer->protocol_version +
-                       " only tools/call, prompts/get and resources/read may answer input_required");
-  if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return detail::refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
-                                               std::string(detail::where_declared(*peer)) +
-                                               ", so it cannot be asked " + std::string(method));
-  ++ordinal;
-  if (key.empty()) key = detail::default_question_key(method, ordinal);
-  for (const detail::pending_question& q : pending)
+std::optional<exchange_result> detail::round_questions::settle(std::string_view method, std::string_view params_json,
+                                                               std::string& key) {
+  const peer_info& peer = *call.peer;
+  if (call.state.closed) return refusal(errc::session_ended, "the session ended before the peer answered");
+  if (!call.rounds)
+    return refusal(errc::exchange_refused, "this request cannot ask the client anything: in MCP " +
+                                               peer.protocol_version +
+                                               " only tools/call, prompts/get and resources/read may answer "
+                                               "input_required");
+  if (const std::string_view cap = capability_for(method); !cap.empty() && !peer.has_capability(cap))
+    return refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
+                                               std::string(where_declared(peer)) + ", so it cannot be asked " +
+                                               std::string(method));
+  ++call.ordinal;
+  if (key.empty()) key = default_question_key(method, call.ordinal);
+  for (const pending_question& q : call.pending)
     if (q.key == key)
-      return detail::refusal(errc::exchange_refused, "two questions of this request are named `" + key +
-                                                 "` at once: a key names one question of a request");
-  if (!remembered) return std::nullopt;
-  detail::round_memory& m = *remembered;
+      return refusal(errc::exchange_refused,
+                     "two questions of this request are named `" + key + "` at once: a key names one question of a request");
+  if (!call.remembered) return std::nullopt;
+  round_memory& m = *call.remembered;
   const std::uint64_t hash = question_hash(method, params_json);
   // Answered in an earlier round (a replay): the same answer, without asking again.
   if (auto it = m.recorded.find(key); it != m.recorded.end() && it->second.hash == hash) {
@@ -113,41 +115,36 @@ std::optional<exchange_result> runner_call::settle_round(std::string_view method
     const auto asked = m.stated_asked.find(key);
     if (asked == m.stated_asked.end() || asked->second == hash) {
       if (method == "elicitation/create") {
-        if (auto why = detail::check_elicitation_answer(params_json, *given)) {
+        if (auto why = check_elicitation_answer(params_json, *given)) {
           // The round ends with an error instead (flush): the tool never sees it.
           m.input_error = "Invalid params: inputResponses." + key + " does not answer the question: " + *why;
           return std::nullopt;
         }
       }
-      m.answers.push_back(detail::recorded_answer{key, hash, *given});
+      m.answers.push_back(recorded_answer{key, hash, *given});
       return exchange_result(*given);
     }
   }
   return std::nullopt;
 }
 
-void runner_call::ask_in_round(detail::exchange_waiter& waiter, std::string_view method,
-                               std::string_view params_json, std::string key, std::int64_t question) {
-  pending.push_back(
-      detail::pending_question{std::move(key), method, params_json, question_hash(method, params_json), &waiter, question});
-  if (!flush_posted) {
-    flush_posted = true;
-    asio::post(state.executor,
-               [self = owner.shared_from_this(), k = *key_in_table, rec = this] { self->impl_->flush(k, rec); });
-  }
+void detail::round_questions::ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) {
+  call.pending.push_back(pending_question{std::move(key), method, params, question_hash(method, params), id});
+  call.schedule_flush();
 }
 
-void runner_call::withdraw_question(std::int64_t question_id) {
-  for (auto it = pending.begin(); it != pending.end(); ++it) {
-    if (it->id != question_id) continue;
-    detail::exchange_waiter* w = it->waiter;
-    pending.erase(it);
-    state.askers.erase(question_id);
-    auto keep_alive = owner.shared_from_this();
-    *w->slot = detail::refusal(errc::cancelled, "the request was cancelled before the client answered");
-    w->handle.resume();
-    return;
-  }
+void runner_call::schedule_flush() {
+  if (flush_posted) return;
+  flush_posted = true;
+  asio::post(state.executor,
+             [self = owner.shared_from_this(), k = *key_in_table, rec = this] { self->impl_->flush(k, rec); });
+}
+
+std::optional<exchange_result> detail::round_questions::withdraw(std::int64_t id) {
+  auto it = std::find_if(call.pending.begin(), call.pending.end(), [&](const pending_question& q) { return q.id == id; });
+  if (it == call.pending.end()) return std::nullopt;
+  call.pending.erase(it);
+  return refusal(errc::cancelled, "the request was cancelled before the client answered");
 }
 
 const boost::json::value* runner_call::recorded_once(std::string_view key) {
@@ -336,11 +333,8 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     auto q = std::find_if(rec.pending.begin(), rec.pending.end(),
                           [&](const detail::pending_question& p) { return p.id == question; });
     if (q == rec.pending.end()) continue;
-    detail::exchange_waiter* w = q->waiter;
     rec.pending.erase(q);
-    askers.erase(question);
-    *w->slot = exchange_result(*answer.second);
-    w->handle.resume();
+    exchanges.resume(question, exchange_result(*answer.second));
   }
   auto it = in_flight.find(here);
   if (it == in_flight.end() || &it->second != &rec) return;

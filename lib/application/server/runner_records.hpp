@@ -35,12 +35,16 @@
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
+#include "application/engine/exchange_table.hpp"
 #include "dispatcher.hpp"
 #include "multi_round.hpp"
 #include "observation.hpp"
 #include "server_core.hpp"
 
 namespace droid {
+
+struct runner_call;
+
 namespace detail {
 
 /// The outcome of a question that is refused or withdrawn before any answer: why, as
@@ -59,15 +63,14 @@ struct context_rebind {
   }
 };
 
-/// A question a 2026-07-28 tool asked and waits on: what goes into `inputRequests`, and
-/// whom to resume. `method` and `params` point into the awaiter, which lives as long as
-/// the question does.
+/// A question a 2026-07-28 tool asked and waits on: what goes into `inputRequests`
+/// (its waiter is in the exchange table). `method` and `params` point into the awaiter,
+/// which lives as long as the question does.
 struct pending_question {
   std::string key;
   std::string_view method;
   std::string_view params;
   std::uint64_t hash = 0;
-  exchange_waiter* waiter = nullptr;
   std::int64_t id = 0;
 };
 
@@ -96,7 +99,6 @@ struct round_memory {
 struct task_question {
   std::string key;
   std::int64_t id = 0;
-  exchange_waiter* waiter = nullptr;
   std::string method;
   std::string params;
   std::string message;
@@ -110,8 +112,20 @@ struct task_watcher {
   asio::steady_timer* bell = nullptr;
 };
 
-/// What a request that became a task carries from then on.
-struct running_task {
+/// What a request that became a task carries from then on, and the carrier of its
+/// questions: from the moment it is a task, what its tool asks becomes the task's input
+/// (runner_tasks.cpp), whichever era created it.
+struct running_task final : question_carrier {
+  explicit running_task(runner_call& c) : call(c) {}
+  std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
+  void ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) override;
+  std::optional<exchange_result> withdraw(std::int64_t id) override;
+  void answered(std::int64_t id) override;
+  /// A 2025 task's questions are requests of ours, answered by id on the session; a
+  /// 2026 task's answers come through `tasks/update`, by key.
+  bool answered_by_id() const noexcept override { return !modern; }
+
+  runner_call& call;
   std::string id;
   /// Who may see it (the store's `owner`).
   std::string owner;
@@ -129,6 +143,28 @@ struct running_task {
   std::optional<asio::steady_timer> expiry;
 };
 
+/// A 2025 request's questions: JSON-RPC requests of ours on the request's own stream,
+/// answered by the client's response carrying the id (request_runner.cpp).
+struct wire_questions final : question_carrier {
+  explicit wire_questions(runner_call& c) : call(c) {}
+  std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
+  void ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) override;
+  std::optional<exchange_result> withdraw(std::int64_t id) override;
+  bool answered_by_id() const noexcept override { return true; }
+  runner_call& call;
+};
+
+/// A 2026-07-28 request's questions: entries of the `input_required` answer that ends
+/// its round, answered by the retry's `inputResponses` (rounds.cpp).
+struct round_questions final : question_carrier {
+  explicit round_questions(runner_call& c) : call(c) {}
+  std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
+  void ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) override;
+  std::optional<exchange_result> withdraw(std::int64_t id) override;
+  bool answered_by_id() const noexcept override { return false; }
+  runner_call& call;
+};
+
 }  // namespace detail
 
 /// One request being served: its stop source, its view of the client, and the context
@@ -139,13 +175,17 @@ struct runner_call final : detail::request_channel {
   runner_call(request_runner& r, request_runner::impl& st, ir::request_id i, std::shared_ptr<outbound> o,
               bool finish)
       : owner(r), state(st), id(std::move(i)), stream(std::move(o)), finish_stream(finish) {}
+  runner_call(const runner_call&) = delete;
+  runner_call& operator=(const runner_call&) = delete;
   void notify(std::string_view method, std::string params_json) override;
   void log(std::string_view line) override;
   void close_stream() override {
     if (stream && !cancelled) stream->interrupt();
   }
   std::optional<exchange_result> settle_now(std::string_view method, std::string_view params_json,
-                                            std::string& key) override;
+                                            std::string& key) override {
+    return carrier->settle(method, params_json, key);
+  }
   std::int64_t mint_exchange_id() override;
   void begin_exchange(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
                       std::string key, std::int64_t id) override;
@@ -160,22 +200,13 @@ struct runner_call final : detail::request_channel {
     return peer ? peer->origin.get() : nullptr;
   }
 
-  // A task's halves of the channel (runner_tasks.cpp).
-  std::optional<exchange_result> settle_task_question(std::string_view method, std::string& key);
-  void ask_in_task(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
-                   std::string key, std::int64_t id);
-  void withdraw_task_question(std::int64_t question_id);
-  /// A 2025 question of this task was answered (the router resumes the tool next).
-  void task_question_answered(std::int64_t question_id);
+  /// A task's notifications (runner_tasks.cpp): on the stream of a `tasks/result` that
+  /// waits, or the session's own.
   void notify_task(std::string_view method, std::string_view params_json);
-
-  // The 2026-07-28 halves of the above (rounds.cpp).
-  std::optional<exchange_result> settle_round(std::string_view method, std::string_view params_json,
-                                              std::string& key);
-  void ask_in_round(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
-                    std::string key, std::int64_t id);
-  void withdraw_question(std::int64_t question_id);
   detail::round_memory& memory();
+  /// Answers the round with every outstanding question, once the tool has asked what it
+  /// asks in one go (posted; rounds.cpp).
+  void schedule_flush();
 
   request_runner& owner;
   request_runner::impl& state;
@@ -196,6 +227,13 @@ struct runner_call final : detail::request_channel {
   /// it in `own_peer`).
   std::shared_ptr<const request_origin> origin_of_request;
   std::optional<tool_context> context;
+
+  /// How this request's questions travel: chosen at admission by its era (`wire_side`
+  /// or `round_side`), and the task's own once it becomes one. The exchange table keeps,
+  /// with each question, the carrier that took it.
+  detail::wire_questions wire_side{*this};
+  detail::round_questions round_side{*this};
+  detail::question_carrier* carrier = &wire_side;
 
   /// The key of this record in its table (in the node itself, so it stays valid while
   /// the record lives, whichever table holds it and whatever it is keyed by).
@@ -280,9 +318,6 @@ struct request_runner::impl {
              const peer_info* peer, std::optional<peer_info> own_peer,
              std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
              std::shared_ptr<const request_origin> origin = {});
-  bool resolve(std::int64_t id, exchange_result outcome);
-  /// Withdraws question `id`, whichever era asked it (posted by `cancel_exchange`).
-  void cancel_asked(std::int64_t id);
 
   // ---- rounds.cpp --------------------------------------------------------------------
   /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the
@@ -343,7 +378,6 @@ struct request_runner::impl {
   detail::dispatcher dispatch;
   detail::multi_round_context& rounds;
   bool closed = false;
-  std::size_t dropped = 0;
   /// The requests being served. Node-based on purpose: a call's address (its tool's
   /// context points at it) and its key (its task reads it) must not move when the
   /// table grows.
@@ -356,17 +390,8 @@ struct request_runner::impl {
   /// given here, until their stream finishes: `cancel` on this runner reaches them.
   std::unordered_map<ir::request_id, std::weak_ptr<request_runner>> forwarded;
 
-  /// Questions to the peer awaiting its answer, by the id we minted.
-  ///
-  /// Why ids start at 2^40: they share one JSON-RPC channel with the peer's own ids, and
-  /// a minted id that met one of the peer's would make the in-flight check report a
-  /// duplicate the peer never sent. Peers count from 0 or 1; 2^40 is far from both and
-  /// still exact in a JavaScript number.
-  std::unordered_map<std::int64_t, detail::exchange_waiter*> waiters;
-  /// Every question waiting for an answer (both eras), by id, and the request that asked
-  /// it: how a posted withdrawal finds its question, or finds it gone.
-  std::unordered_map<std::int64_t, runner_call*> askers;
-  std::int64_t next_exchange_id = std::int64_t{1} << 40;
+  /// Every question this runner's tools wait on, whichever way it travels.
+  detail::exchange_table exchanges;
 
   /// Requests that became tasks, by task id, while their tools run. Same node type as
   /// `in_flight`: a request moves here without moving in memory.

@@ -147,11 +147,13 @@ bool runner_call::become_task(task_refusal& refusal) {
   stream.reset();
   finish_stream = false;
 
-  task = std::make_unique<detail::running_task>();
+  task = std::make_unique<detail::running_task>(*this);
   task->id = record.id;
   task->owner = std::move(record.owner);
   task->modern = modern;
   task->question_refusal = std::move(question_refusal);
+  // From now on what the tool asks is the task's input, whichever era created it.
+  carrier = task.get();
   // The same node, now under the task's id: the request's id is free for the client to
   // use again, and `notifications/cancelled` naming it no longer reaches the tool (the
   // extension says a task is cancelled with `tasks/cancel` only).
@@ -175,89 +177,74 @@ bool runner_call::become_task(task_refusal& refusal) {
   return true;
 }
 
-std::optional<exchange_result> runner_call::settle_task_question(std::string_view method, std::string& key) {
-  if (state.closed) return detail::refusal(errc::session_ended, "the session ended before the client answered");
-  if (const std::string_view cap = detail::capability_for(method); !cap.empty() && !peer->has_capability(cap))
-    return detail::refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
-                                               std::string(detail::where_declared(*peer)) +
-                                               ", so its task cannot ask it " + std::string(method));
-  if (!task->question_refusal.empty()) return detail::refusal(errc::exchange_refused, task->question_refusal);
-  if (task->modern && !key.empty() &&
-      std::find(task->used_keys.begin(), task->used_keys.end(), key) != task->used_keys.end())
-    return detail::refusal(errc::exchange_refused,
+std::optional<exchange_result> detail::running_task::settle(std::string_view method, std::string_view,
+                                                            std::string& key) {
+  const peer_info& peer = *call.peer;
+  if (call.state.closed) return refusal(errc::session_ended, "the session ended before the client answered");
+  if (const std::string_view cap = capability_for(method); !cap.empty() && !peer.has_capability(cap))
+    return refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
+                                               std::string(where_declared(peer)) + ", so its task cannot ask it " +
+                                               std::string(method));
+  if (!question_refusal.empty()) return refusal(errc::exchange_refused, question_refusal);
+  if (modern && !key.empty() && std::find(used_keys.begin(), used_keys.end(), key) != used_keys.end())
+    return refusal(errc::exchange_refused,
                    "the question key `" + key + "` was used already in this task (a key names one question)");
   return std::nullopt;
 }
 
-void runner_call::ask_in_task(detail::exchange_waiter& waiter, std::string_view method, std::string_view params_json,
-                              std::string key, std::int64_t question) {
-  detail::running_task& t = *task;
-  detail::task_question q;
+void detail::running_task::ask(std::int64_t question, std::string_view method, std::string_view params_json,
+                               std::string key) {
+  task_question q;
   q.id = question;
   q.method = std::string(method);
   q.params = std::string(params_json.empty() ? std::string_view("{}") : params_json);
-  q.waiter = &waiter;
   std::string request = R"({"method":)";
   ir::append_json_string(request, method);
-  if (t.modern) {
+  if (modern) {
     if (key.empty()) {
-      do key = detail::default_question_key(method, ++t.ordinal);
-      while (std::find(t.used_keys.begin(), t.used_keys.end(), key) != t.used_keys.end());
+      do key = default_question_key(method, ++ordinal);
+      while (std::find(used_keys.begin(), used_keys.end(), key) != used_keys.end());
     }
-    t.used_keys.push_back(key);
+    used_keys.push_back(key);
     request += R"(,"params":)";
     request += q.params;
   } else {
-    // A real request with an id of ours, which the router resolves when the answer comes.
+    // A real request with an id of ours, which the client answers by that id.
     key = std::to_string(question);
-    state.waiters.emplace(question, &waiter);
-    std::string params = detail::with_related_task(q.params, t.id);
-    if (std::optional<std::string> traced = detail::traced_params(params, context)) params = std::move(*traced);
+    std::string params = with_related_task(q.params, id);
+    if (std::optional<std::string> traced = traced_params(params, call.context)) params = std::move(*traced);
     request += R"(,"params":)";
     request += params;
     ir::append_request(q.message, ir::request_id(question), method, params);
   }
   request += '}';
   q.key = key;
-  detail::core(state.srv).tasks().store().ask(t.id, std::move(key), std::move(request));
-  t.questions.push_back(std::move(q));
-  if (!t.modern) {
+  core(call.state.srv).tasks().store().ask(id, std::move(key), std::move(request));
+  questions.push_back(std::move(q));
+  if (!modern) {
     // A `tasks/result` that waits carries it now; otherwise the next one will.
-    if (!t.watchers.empty() && t.watchers.front().call->stream) {
-      detail::task_question& asked = t.questions.back();
+    if (!watchers.empty() && watchers.front().call->stream) {
+      task_question& asked = questions.back();
       asked.sent = true;
-      t.watchers.front().call->stream->send(asked.message);
+      watchers.front().call->stream->send(asked.message);
     }
-    state.announce(t);
+    call.state.announce(*this);
   }
 }
 
-void runner_call::task_question_answered(std::int64_t question_id) {
-  detail::running_task& t = *task;
-  auto q = std::find_if(t.questions.begin(), t.questions.end(),
-                        [&](const detail::task_question& e) { return e.id == question_id; });
-  if (q == t.questions.end()) return;
-  (void)detail::core(state.srv).tasks().store().answered(t.id, {q->key});
-  t.questions.erase(q);
+void detail::running_task::answered(std::int64_t question) {
+  auto q = std::find_if(questions.begin(), questions.end(), [&](const task_question& e) { return e.id == question; });
+  if (q == questions.end()) return;
+  (void)core(call.state.srv).tasks().store().answered(id, {q->key});
+  questions.erase(q);
 }
 
-void runner_call::withdraw_task_question(std::int64_t question_id) {
-  detail::running_task& t = *task;
-  auto q = std::find_if(t.questions.begin(), t.questions.end(),
-                        [&](const detail::task_question& e) { return e.id == question_id; });
-  if (q == t.questions.end()) return;
-  auto keep_alive = owner.shared_from_this();
-  if (!t.modern) {
-    // The router's entry goes too; `resolve` finds the question gone and resumes.
-    state.resolve(question_id, detail::refusal(errc::cancelled, "the task was cancelled before the client answered"));
-    return;
-  }
-  detail::exchange_waiter* w = q->waiter;
-  (void)detail::core(state.srv).tasks().store().answered(t.id, {q->key});
-  t.questions.erase(q);
-  state.askers.erase(question_id);
-  *w->slot = detail::refusal(errc::cancelled, "the task was cancelled before the client answered");
-  w->handle.resume();
+std::optional<exchange_result> detail::running_task::withdraw(std::int64_t question) {
+  auto q = std::find_if(questions.begin(), questions.end(), [&](const task_question& e) { return e.id == question; });
+  if (q == questions.end()) return std::nullopt;
+  (void)core(call.state.srv).tasks().store().answered(id, {q->key});
+  questions.erase(q);
+  return refusal(errc::cancelled, "the task was cancelled before the client answered");
 }
 
 void runner_call::notify_task(std::string_view method, std::string_view params_json) {
@@ -336,11 +323,9 @@ void request_runner::impl::answer_task(const std::string& id,
     auto q = std::find_if(t.questions.begin(), t.questions.end(),
                           [&](const detail::task_question& e) { return e.key == key; });
     if (q == t.questions.end()) continue;  // withdrawn meanwhile
-    detail::exchange_waiter* w = q->waiter;
-    askers.erase(q->id);
+    const std::int64_t question = q->id;
     t.questions.erase(q);
-    *w->slot = exchange_result(std::move(value));
-    w->handle.resume();
+    exchanges.resume(question, exchange_result(std::move(value)));
   }
 }
 
