@@ -39,7 +39,7 @@
 
 #include "adapters/primary/transport/http/request_parser.hpp"
 #include "adapters/primary/transport/http/routing_headers.hpp"
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 #include "fuzz_support.hpp"
 
 namespace fuzz_routing {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Fuzz harness: the `requestState` sealer of 2026-07-28 multi round-trip requests
-/// (lib/application/server/sealed_state.hpp) and the payload it seals
-/// (`detail::decode_state`, lib/application/server/multi_round.hpp).
+/// (lib/application/era2026/sealed_state.hpp) and the payload it seals
+/// (`detail::decode_state`, lib/application/era2026/multi_round.hpp).
 ///
 /// The first byte picks a mode, the rest is its text:
 /// - 0 (and anything not listed): the text is a token a client sent. It must not open:
@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "application/server/multi_round.hpp"
-#include "application/server/sealed_state.hpp"
+#include "application/era2026/multi_round.hpp"
+#include "application/era2026/sealed_state.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

@@ -16,8 +16,8 @@
 
 #include <droid/domain/mcp/schema.hpp>
 
-#include "application/server/multi_round.hpp"
-#include "application/server/trace_meta.hpp"
+#include "application/era2026/multi_round.hpp"
+#include "application/observe/trace_meta.hpp"
 
 namespace {
 

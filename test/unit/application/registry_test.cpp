@@ -23,7 +23,7 @@
 
 #include <droid/application/server/server.hpp>
 
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 
 namespace {
 

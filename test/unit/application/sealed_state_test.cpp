@@ -8,7 +8,7 @@
 /// The format test opens a token with OpenSSL directly, following the layout documented
 /// in sealed_state.hpp: replicas running different builds must keep opening each other's
 /// tokens, and the associated data and key derivation cannot be observed any other way.
-#include "application/server/sealed_state.hpp"
+#include "application/era2026/sealed_state.hpp"
 
 #include <atomic>
 #include <cstddef>

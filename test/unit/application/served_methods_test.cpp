@@ -19,7 +19,7 @@
 
 #include <doctest/doctest.h>
 
-#include "application/server/dispatcher.hpp"
+#include "application/engine/dispatcher.hpp"
 #include "support.hpp"
 
 namespace {

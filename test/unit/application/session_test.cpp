@@ -21,7 +21,7 @@
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 #include "support.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The hash that names a 2026 request and its questions inside a sealed state
-/// (lib/application/server/multi_round.cpp). A state sealed by one instance is checked by
+/// (lib/application/era2026/multi_round.cpp). A state sealed by one instance is checked by
 /// another, so the values are pinned here: a change to the hash must come with a new
 /// state version, and this test is what says so.
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include <droid/domain/ir/json_node.hpp>
 
-#include "application/server/multi_round.hpp"
+#include "application/era2026/multi_round.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "adapters/primary/transport/http/request_parser.hpp"
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 
 using droid::http::detail::check_routing_headers;
 using droid::http::detail::decode_header_value;

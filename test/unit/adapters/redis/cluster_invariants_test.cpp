@@ -21,8 +21,8 @@
 
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 
-#include "application/server/server_core.hpp"
-#include "application/server/tasks.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/tasks/task_engine.hpp"
 #include "cluster_fixture.hpp"
 
 using namespace droid::test::cluster;

@@ -4,7 +4,7 @@
 /// session's requests and streams, sessionless requests (stateless 2025 and 2026-07-28),
 /// GET streams and their resumption, DELETE.
 #include "application/detail/on_executor.hpp"
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 #include "endpoints.hpp"
 
 #include <algorithm>

@@ -3,8 +3,8 @@
 /// The cluster: records, heartbeats, the inbox, forwarding and takeover (cluster.hpp).
 #include "cluster.hpp"
 
-#include "application/server/server_core.hpp"
-#include "application/server/tasks.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/tasks/task_engine.hpp"
 
 #include <charconv>
 #include <random>

@@ -16,7 +16,7 @@
 /// Why a relay sink and not a new kind of outbound: the owner serves the request exactly
 /// as for a connection of its own (priming event, verdict, recording, detaching), and
 /// the relay is to the sink what a connection is: the one coroutine that drains it.
-#include "application/server/server_core.hpp"
+#include "application/catalog/server_core.hpp"
 #include "adapters/primary/transport/http/endpoints.hpp"
 
 #include <asio/dispatch.hpp>

@@ -5,8 +5,8 @@
 /// recovery of what is still a member's own after a lapse.
 #include "cluster.hpp"
 
-#include "application/server/server_core.hpp"
-#include "application/server/tasks.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/tasks/task_engine.hpp"
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>

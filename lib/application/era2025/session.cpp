@@ -18,8 +18,8 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "observation.hpp"
-#include "server_core.hpp"
+#include "application/observe/observation.hpp"
+#include "application/catalog/server_core.hpp"
 
 namespace droid {
 

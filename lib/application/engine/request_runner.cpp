@@ -31,9 +31,9 @@
 #include <droid/domain/ir/json_node.hpp>
 
 #include "dispatcher.hpp"
-#include "runner_records.hpp"
-#include "server_core.hpp"
-#include "trace_meta.hpp"
+#include "runner_call.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/observe/trace_meta.hpp"
 
 namespace droid {
 namespace {

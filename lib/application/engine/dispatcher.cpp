@@ -12,10 +12,10 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "listen.hpp"
-#include "multi_round.hpp"
-#include "server_core.hpp"
-#include "tasks.hpp"
+#include "application/era2026/listen.hpp"
+#include "application/era2026/multi_round.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/tasks/task_engine.hpp"
 
 namespace droid::detail {
 namespace {

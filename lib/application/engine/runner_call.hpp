@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The request runner's records: one `call` per request being served (or frame kept for
-/// a 2026-07-28 retry), and the runner's state around them.
+/// The request runner's records: one `runner_call` per request being served (or frame
+/// kept for a 2026-07-28 retry), the carriers of its questions, and the runner's state
+/// around them.
 ///
-/// Application layer, private. Shared by the two files that make up the runner:
-/// request_runner.cpp (admission, spawning, cancellation, the 2025 exchange) and
-/// rounds.cpp (the 2026-07-28 rounds: questions that become `input_required`, frames
-/// kept for the retry, replay). Why split: the rounds are a concern of their own (state,
-/// sealing, a second table, timers) that a reader of admission should not wade through.
+/// Application layer, private. Shared by the files that make up the runner, one per
+/// concern: engine/request_runner.cpp (admission, spawning, cancellation, a 2025
+/// request's questions), era2026/round_questions.cpp (the 2026-07-28 rounds: questions
+/// that become `input_required`, frames kept for the retry, replay) and
+/// tasks/running_task.cpp (a request that becomes a task, and the tasks/* methods). Why
+/// split: each is a concern of its own (state, sealing, second tables, timers) that a
+/// reader of admission should not wade through.
 #pragma once
 
 #include <chrono>
@@ -35,11 +38,11 @@
 #include <droid/domain/errc.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
-#include "application/engine/exchange_table.hpp"
+#include "exchange_table.hpp"
 #include "dispatcher.hpp"
-#include "multi_round.hpp"
-#include "observation.hpp"
-#include "server_core.hpp"
+#include "application/era2026/multi_round.hpp"
+#include "application/observe/observation.hpp"
+#include "application/catalog/server_core.hpp"
 
 namespace droid {
 
@@ -114,7 +117,7 @@ struct task_watcher {
 
 /// What a request that became a task carries from then on, and the carrier of its
 /// questions: from the moment it is a task, what its tool asks becomes the task's input
-/// (runner_tasks.cpp), whichever era created it.
+/// (tasks/running_task.cpp), whichever era created it.
 struct running_task final : question_carrier {
   explicit running_task(runner_call& c) : call(c) {}
   std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
@@ -155,7 +158,7 @@ struct wire_questions final : question_carrier {
 };
 
 /// A 2026-07-28 request's questions: entries of the `input_required` answer that ends
-/// its round, answered by the retry's `inputResponses` (rounds.cpp).
+/// its round, answered by the retry's `inputResponses` (round_questions.cpp).
 struct round_questions final : question_carrier {
   explicit round_questions(runner_call& c) : call(c) {}
   std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
@@ -200,12 +203,12 @@ struct runner_call final : detail::request_channel {
     return peer ? peer->origin.get() : nullptr;
   }
 
-  /// A task's notifications (runner_tasks.cpp): on the stream of a `tasks/result` that
+  /// A task's notifications (tasks/running_task.cpp): on the stream of a `tasks/result` that
   /// waits, or the session's own.
   void notify_task(std::string_view method, std::string_view params_json);
   detail::round_memory& memory();
   /// Answers the round with every outstanding question, once the tool has asked what it
-  /// asks in one go (posted; rounds.cpp).
+  /// asks in one go (posted; round_questions.cpp).
   void schedule_flush();
 
   request_runner& owner;
@@ -258,7 +261,7 @@ struct runner_call final : detail::request_channel {
   /// Lets a kept frame go when its time to live passes.
   std::optional<asio::steady_timer> expiry;
 
-  // ---- tasks (runner_tasks.cpp) ---------------------------------------------------------
+  // ---- tasks (tasks/running_task.cpp) ----------------------------------------------
   /// Whether this `tools/call` may become a task (filled by the dispatcher).
   detail::task_offer offer;
   /// Set once it is one: the record then lives in the runner's task table, under the
@@ -319,7 +322,7 @@ struct request_runner::impl {
              std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
              std::shared_ptr<const request_origin> origin = {});
 
-  // ---- rounds.cpp --------------------------------------------------------------------
+  // ---- era2026/round_questions.cpp -------------------------------------------------
   /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the
   /// state, and finds the frame it names.
   retry_plan plan_retry(request_runner& self, std::string_view method, const ir::json_node* params,
@@ -348,7 +351,7 @@ struct request_runner::impl {
   void let_go(std::uint64_t frame);
   void let_go_all();
 
-  // ---- runner_tasks.cpp --------------------------------------------------------------
+  // ---- tasks/running_task.cpp ------------------------------------------------------
   /// Who `peer` is to the task store: a 2025 session (this runner) and its principal,
   /// or a 2026 request's principal alone.
   [[nodiscard]] std::string task_owner(const peer_info& peer) const;

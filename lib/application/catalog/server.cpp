@@ -10,9 +10,9 @@
 
 #include <droid/domain/ir/codec.hpp>
 
-#include "multi_round.hpp"
+#include "application/era2026/multi_round.hpp"
 #include "server_core.hpp"
-#include "tasks.hpp"
+#include "application/tasks/task_engine.hpp"
 
 namespace droid {
 

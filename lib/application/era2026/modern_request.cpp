@@ -18,9 +18,9 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "dispatcher.hpp"
-#include "server_core.hpp"
-#include "tasks.hpp"
+#include "application/engine/dispatcher.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/tasks/task_engine.hpp"
 
 namespace droid {
 namespace {

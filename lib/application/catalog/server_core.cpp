@@ -12,8 +12,8 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "multi_round.hpp"
-#include "tasks.hpp"
+#include "application/era2026/multi_round.hpp"
+#include "application/tasks/task_engine.hpp"
 
 namespace droid::detail {
 

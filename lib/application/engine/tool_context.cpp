@@ -14,7 +14,7 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "trace_meta.hpp"
+#include "application/observe/trace_meta.hpp"
 
 namespace droid {
 

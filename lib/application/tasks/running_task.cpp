@@ -35,10 +35,10 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "runner_records.hpp"
-#include "server_core.hpp"
-#include "tasks.hpp"
-#include "trace_meta.hpp"
+#include "application/engine/runner_call.hpp"
+#include "application/catalog/server_core.hpp"
+#include "task_engine.hpp"
+#include "application/observe/trace_meta.hpp"
 
 namespace droid {
 namespace {

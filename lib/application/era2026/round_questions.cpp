@@ -39,9 +39,9 @@
 #include <droid/domain/mcp/schema.hpp>
 
 #include "multi_round.hpp"
-#include "runner_records.hpp"
-#include "server_core.hpp"
-#include "trace_meta.hpp"
+#include "application/engine/runner_call.hpp"
+#include "application/catalog/server_core.hpp"
+#include "application/observe/trace_meta.hpp"
 
 namespace droid {
 namespace {

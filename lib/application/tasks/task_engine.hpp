@@ -5,7 +5,7 @@
 /// Application layer, private. A task is a `tools/call` whose frame is detached from the
 /// request that started it: the request answers at once with the task's id, the tool
 /// runs on, and the client polls. The runner does the detaching and the serving
-/// (runner_tasks.cpp); this file holds what is not one shard's:
+/// (tasks/running_task.cpp); this file holds what is not one shard's:
 ///
 /// - `task_engine`, per server: the store of task records, the id generator, and the
 ///   registry saying which runner runs each live task (a `tasks/update` or

@@ -19,7 +19,7 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/message.hpp>
 
-#include "dispatcher.hpp"
+#include "application/engine/dispatcher.hpp"
 
 namespace droid::detail {
 

@@ -17,7 +17,7 @@
 /// (HTTP: `http::options::max_queued_bytes` closes the connection, which cancels the
 /// request and so the subscription), not buffered here without end.
 #include "listen.hpp"
-#include "server_core.hpp"
+#include "application/catalog/server_core.hpp"
 
 #include <coroutine>
 #include <memory>

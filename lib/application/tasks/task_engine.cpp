@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The server-wide half of tasks: the engine and the wire renderings.
-#include "tasks.hpp"
+#include "task_engine.hpp"
 
 #include <ctime>
 
@@ -15,7 +15,7 @@
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
 
-#include "sealed_state.hpp"
+#include "application/era2026/sealed_state.hpp"
 
 namespace droid::detail {
 
