@@ -61,6 +61,25 @@ const principal* caller_of(const request_channel& channel) noexcept {
   return o ? o->principal.get() : nullptr;
 }
 
+/// The answer to a call that could not start as the task its client asked for. The
+/// client's share and a full server are limits it can wait out (429 and 503 with
+/// Retry-After over HTTP, as the transport's own limits answer); anything else is this
+/// server's fault. A plain function, not inline in `run_tool`: clang 14 destroyed a
+/// temporary that was never built when `co_return` sat in a `switch` of a coroutine.
+reply task_refused(const task_refusal& refusal) {
+  switch (refusal.which) {
+    case task_refusal::limit::tenant:
+      return reply::over_limit(429, "Too Many Requests: the call could not start as a task: " + refusal.message);
+    case task_refusal::limit::server:
+      return reply::over_limit(503, "Service Unavailable: the call could not start as a task: " + refusal.message);
+    case task_refusal::limit::other:
+      break;
+  }
+  return reply::error(ir::errc::internal_error,
+                      "Internal error: the call could not start as a task: " +
+                          (refusal.message.empty() ? std::string("the request cannot carry one") : refusal.message));
+}
+
 /// Runs a tool to completion, turning whatever it does into a reply: the whole response
 /// for request `id`, written once into the buffer that is sent (for a tool that became a
 /// task, the runner takes the result out of it for the task's record).
@@ -76,24 +95,7 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
                      request_channel* detach) {
   if (detach) {
     task_refusal refusal;
-    if (!detach->become_task(refusal)) {
-      // The client's share and a full server are limits it can wait out (429 and 503
-      // with Retry-After over HTTP, as the transport's own limits answer); anything else
-      // is this server's fault.
-      switch (refusal.which) {
-        case task_refusal::limit::tenant:
-          co_return reply::over_limit(429, "Too Many Requests: the call could not start as a task: " + refusal.message);
-        case task_refusal::limit::server:
-          co_return reply::over_limit(503,
-                                      "Service Unavailable: the call could not start as a task: " + refusal.message);
-        case task_refusal::limit::other:
-          break;
-      }
-      co_return reply::error(ir::errc::internal_error,
-                             "Internal error: the call could not start as a task: " +
-                                 (refusal.message.empty() ? std::string("the request cannot carry one")
-                                                          : refusal.message));
-    }
+    if (!detach->become_task(refusal)) co_return task_refused(refusal);
   }
   tool_result result;
   try {
