@@ -84,8 +84,15 @@ detail::reply not_found(std::string_view id) {
 }  // namespace
 
 std::string request_runner::impl::task_owner(const peer_info& peer) const {
-  if (peer.is_modern()) return peer.principal.empty() ? std::string() : "p:" + peer.principal;
-  return "s" + std::to_string(serial) + ":" + peer.principal;
+  // Appended, not `"s" + std::to_string(...)`: g++ 12 at -O3 warns (-Wrestrict, a false
+  // positive) on a literal prepended to a temporary string, and warnings fail the build.
+  std::string owner;
+  if (peer.is_modern()) {
+    if (!peer.principal.empty()) owner.append("p:").append(peer.principal);
+    return owner;
+  }
+  owner.append("s").append(std::to_string(serial)).append(":").append(peer.principal);
+  return owner;
 }
 
 bool runner_call::become_task(task_refusal& refusal) {
