@@ -11,7 +11,6 @@
 #include <cstddef>
 
 #include <asio/impl/src.hpp>
-#include <asio/ssl/impl/src.hpp>
 
 // Fails the build if the order above is ever undone: libstdc++ has aligned_alloc, so
 // Asio must have seen it here as it does everywhere else.

@@ -17,7 +17,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "adapters/primary/transport/http/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 
 namespace {
 

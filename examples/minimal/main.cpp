@@ -4,8 +4,6 @@
 #include <optional>
 #include <string>
 
-#include <boost/describe.hpp>
-
 #include <droid/droid.hpp>
 
 struct greet_args {

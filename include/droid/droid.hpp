@@ -3,6 +3,11 @@
 /// The umbrella header: exactly the supported public surface of protocol_droid.
 #pragma once
 
+// What BOOST_DESCRIBE_STRUCT and BOOST_DESCRIBE_ENUM need, so that a tool's argument
+// struct is described with this header alone (the narrow headers, not <boost/describe.hpp>).
+#include <boost/describe/class.hpp>
+#include <boost/describe/enum.hpp>
+
 #include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/primary/transport/http/metrics_route.hpp>
 #include <droid/adapters/primary/transport/stdio/stdio.hpp>

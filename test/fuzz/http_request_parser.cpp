@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/primary/transport/http/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

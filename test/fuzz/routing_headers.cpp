@@ -32,14 +32,14 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/mcp_header.hpp>
 
-#include "adapters/primary/transport/http/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 #include "adapters/primary/transport/http/routing_headers.hpp"
-#include "application/catalog/server_core.hpp"
 #include "fuzz_support.hpp"
 
 namespace fuzz_routing {
@@ -216,7 +216,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::shared_ptr<const droid::detail::tool_entry> tool;
   if (m->method() == "tools/call")
-    if (const auto name = droid::ir::string_member(m->params(), "name")) tool = droid::detail::core(registry()).find_tool(*name);
+    if (const auto name = droid::ir::string_member(m->params(), "name")) tool = droid::hosting::find_tool(registry(), *name);
 
   if (const std::optional<request> sent = parse(header_lines, body)) {
     const auto verdict = check_routing_headers(*sent, m->method(), m->params(), tool.get());

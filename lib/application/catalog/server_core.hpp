@@ -25,6 +25,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/server.hpp>
 
 namespace droid {
@@ -36,20 +37,9 @@ namespace detail {
 class multi_round_context;
 class task_engine;
 
-/// Something to tell when what the server offers changes (sessions, 2026 listen streams).
-///
-/// Why an interface: the server must not know who listens; a 2025 session filters by its
-/// negotiated capabilities and subscriptions, a `subscriptions/listen` stream by its
-/// filter. Affinity: called on any thread (registration may happen anywhere);
-/// implementations post to their own shard.
-class change_listener {
- public:
-  virtual ~change_listener() = default;
-  /// `notifications/{tools,prompts,resources}/list_changed`.
-  virtual void list_changed(std::string_view method) = 0;
-  /// `notifications/resources/updated` for `uri`.
-  virtual void resource_updated(std::string_view uri) = 0;
-};
+/// Something to tell when what the server offers changes (declared with the transport-facing
+/// functions, since the scale-out module listens too).
+using change_listener = hosting::change_listener;
 
 /// Everything registered with one server, as a value that never changes once published.
 ///

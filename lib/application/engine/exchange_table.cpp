@@ -10,7 +10,7 @@
 
 #include <boost/json/value.hpp>
 
-#include <droid/domain/mcp/schema.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 namespace droid::detail {
 
@@ -49,7 +49,7 @@ bool exchange_table::route_answer(const ir::message& msg) {
   exchange_result outcome;
   if (msg.kind() == ir::message_kind::response) {
     boost::json::value v;
-    if (parse_exact(msg.result().text, v))
+    if (ir::parse_exact(msg.result().text, v))
       outcome = exchange_result(std::move(v));
     else
       outcome = exchange_result(

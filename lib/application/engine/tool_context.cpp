@@ -303,7 +303,7 @@ task<std::error_code> tool_context::sleep(std::chrono::steady_clock::duration du
 std::optional<std::string> detail::traced_params(std::string_view params, const trace_context& trace) {
   if (trace.empty()) return std::nullopt;
   boost::json::value v;
-  if (!parse_exact(params, v) || !v.is_object()) return std::nullopt;
+  if (!ir::parse_exact(params, v) || !v.is_object()) return std::nullopt;
   boost::json::object& o = v.as_object();
   boost::json::value& meta = o["_meta"];
   if (meta.is_null()) meta.emplace_object();

@@ -228,7 +228,7 @@ std::string encode_state(const round_state& state) {
 
 bool decode_state(std::string_view payload, round_state& out) {
   boost::json::value v;
-  if (!parse_exact(payload, v) || !v.is_object()) return false;
+  if (!ir::parse_exact(payload, v) || !v.is_object()) return false;
   const boost::json::object& o = v.get_object();
   const boost::json::value* version = o.if_contains("v");
   const boost::json::value* expires = o.if_contains("exp");
@@ -327,7 +327,7 @@ std::optional<std::string> check_elicitation_answer(std::string_view question_pa
   if (a == "decline" || a == "cancel") return std::nullopt;
   if (a != "accept") return "the elicitation action `" + std::string(a) + "` is not accept, decline or cancel";
   boost::json::value params;
-  const boost::json::object* p = parse_exact(question_params, params) ? params.if_object() : nullptr;
+  const boost::json::object* p = ir::parse_exact(question_params, params) ? params.if_object() : nullptr;
   const boost::json::value* mode = p ? p->if_contains("mode") : nullptr;
   if (mode && mode->is_string() && mode->get_string() == "url") return std::nullopt;  // nothing comes back
   const boost::json::value* schema = p ? p->if_contains("requestedSchema") : nullptr;

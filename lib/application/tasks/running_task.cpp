@@ -388,7 +388,7 @@ task<detail::reply> request_runner::impl::wait_for_task(std::string id, std::str
   if (!record->error.empty()) {
     // Exactly what the call would have answered: its JSON-RPC error.
     boost::json::value e;
-    (void)parse_exact(record->error, e);
+    (void)ir::parse_exact(record->error, e);
     const boost::json::object* o = e.if_object();
     const auto* code = o ? o->if_contains("code") : nullptr;
     const auto* message = o ? o->if_contains("message") : nullptr;
@@ -475,7 +475,7 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_tas
                                 [&](const auto& e) { return e.first == key; });
       if (asked == record->input_requests.end()) continue;
       boost::json::value question;
-      (void)parse_exact(asked->second, question);
+      (void)ir::parse_exact(asked->second, question);
       const boost::json::object* q = question.if_object();
       const auto* m = q ? q->if_contains("method") : nullptr;
       const auto* p = q ? q->if_contains("params") : nullptr;

@@ -452,7 +452,7 @@ class server {
   server& prompt(prompt_info info, Handler&& handler) {
     using H = std::decay_t<Handler>;
     static_assert(std::is_invocable_r_v<task<prompt_result>, H&, tool_context&, prompt_arguments>,
-                  "droid: a prompt handler is task<droid::prompt_result>(droid::tool_context&, droid::prompt_arguments)");
+                  "droid: a prompt handler is task<droid::prompt_result>(droid::prompt_context&, droid::prompt_arguments)");
     auto entry = std::make_shared<detail::prompt_entry>();
     auto shared = std::make_shared<H>(std::forward<Handler>(handler));
     entry->get = [shared](tool_context& ctx, prompt_arguments args) { return (*shared)(ctx, std::move(args)); };
@@ -470,7 +470,7 @@ class server {
     using H = std::decay_t<Handler>;
     using traits = detail::callable_traits<H>;
     using args = typename traits::args;
-    static_assert(std::tuple_size_v<args> == 2, "droid: a typed prompt handler takes (droid::tool_context&, Args)");
+    static_assert(std::tuple_size_v<args> == 2, "droid: a typed prompt handler takes (droid::prompt_context&, Args)");
     using A = std::remove_cvref_t<std::tuple_element_t<1, args>>;
     static_assert(detail::described_struct<A>, "droid: typed prompt arguments must be a Boost.Describe'd struct");
     prompt_info info;
@@ -584,26 +584,40 @@ class server {
   static detail::completer_fn make_completer(Completer&& completer) {
     using C = std::decay_t<Completer>;
     static_assert(std::is_invocable_r_v<task<std::vector<std::string>>, C&, tool_context&, completion_request>,
-                  "droid: a completer is task<std::vector<std::string>>(droid::tool_context&, droid::completion_request)");
+                  "droid: a completer is task<std::vector<std::string>>(droid::completion_context&, droid::completion_request)");
     auto shared = std::make_shared<C>(std::forward<Completer>(completer));
     return [shared](tool_context& ctx, completion_request req) { return (*shared)(ctx, std::move(req)); };
   }
 
+  /// Checks a resource handler's shape first, so that each mistake's first error is one
+  /// sentence saying what is expected (not an overload failure deep in the adapter), then
+  /// wraps it as the registry stores it.
   template <class Handler>
   static std::function<task<std::vector<resource_contents>>(tool_context&, resource_request)>
   adapt_resource_handler(Handler&& handler) {
     using H = std::decay_t<Handler>;
-    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
-    return [shared](tool_context& ctx, resource_request req) -> task<std::vector<resource_contents>> {
-      if constexpr (std::is_invocable_v<H&, tool_context&, resource_request>) {
-        return as_contents((*shared)(ctx, std::move(req)));
-      } else {
-        static_assert(std::is_invocable_v<H&, tool_context&>,
-                      "droid: a resource handler takes (droid::tool_context&) or "
-                      "(droid::tool_context&, droid::resource_request)");
-        return as_contents((*shared)(ctx));
-      }
-    };
+    constexpr bool with_request = std::is_invocable_v<H&, tool_context&, resource_request>;
+    constexpr bool plain = std::is_invocable_v<H&, tool_context&>;
+    static_assert(with_request || plain,
+                  "droid: a resource handler takes (droid::resource_context&) or "
+                  "(droid::resource_context&, droid::resource_request)");
+    using R = typename std::conditional_t<with_request, std::invoke_result<H&, tool_context&, resource_request>,
+                                          std::conditional_t<plain, std::invoke_result<H&, tool_context&>,
+                                                             std::type_identity<void>>>::type;
+    constexpr bool returns_contents =
+        std::is_same_v<R, task<resource_contents>> || std::is_same_v<R, task<std::vector<resource_contents>>>;
+    static_assert(!(with_request || plain) || returns_contents,
+                  "droid: a resource handler returns droid::task<droid::resource_contents> or "
+                  "droid::task<std::vector<droid::resource_contents>>");
+    if constexpr ((with_request || plain) && returns_contents) {
+      auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+      return [shared](tool_context& ctx, resource_request req) -> task<std::vector<resource_contents>> {
+        if constexpr (with_request) return as_contents((*shared)(ctx, std::move(req)));
+        else return as_contents((*shared)(ctx));
+      };
+    } else {
+      return {};
+    }
   }
   static task<std::vector<resource_contents>> as_contents(task<std::vector<resource_contents>> t) { return t; }
   static task<std::vector<resource_contents>> as_contents(task<resource_contents> t) {

@@ -482,6 +482,15 @@ class tool_context {
   trace_context trace_;
 };
 
+/// The same context under the names of the other handlers that receive it. Why one type:
+/// a resource read, a prompt and a completion are requests too, with the same
+/// cancellation, logging, progress and questions to the client; why the names: a reader of
+/// `[](droid::resource_context&)` knows at once what the handler is for. `tool_context`
+/// works everywhere these do.
+using resource_context = tool_context;
+using prompt_context = tool_context;  ///< see `resource_context`
+using completion_context = tool_context;  ///< see `resource_context`
+
 namespace detail {
 /// Reads an elicitation result's `action`; false when it is none of the three.
 bool parse_elicit_action(const boost::json::value& result, elicit_action& action);

@@ -21,6 +21,8 @@
 
 namespace droid::ir {
 
+class json_node;
+
 /// The deepest nesting the decoder accepts; deeper input is a parse error.
 ///
 /// Why a bound: our own walkers recurse, and a peer sending 100,000 `[` must get -32700,
@@ -88,5 +90,16 @@ void append_json(std::string& out, const boost::json::object& o);
 
 /// `v` as compact JSON text (see `append_json`).
 [[nodiscard]] std::string to_json_text(const boost::json::value& v);
+
+/// Parses JSON text into a `boost::json::value` with every number exact: a double is the
+/// nearest one to what the text says. False when the text does not parse.
+///
+/// Why not `boost::json::parse`: Boost 1.81 parses a long mantissa approximately (one
+/// unit in the last place off), so a value sealed into a 2026 request's state and read
+/// back, or a tool's params re-serialised with trace context, changed its numbers (found
+/// by the sealed_state fuzzer). This goes through the same parser as every message.
+[[nodiscard]] bool parse_exact(std::string_view text, boost::json::value& out);
+/// `node` as a `boost::json::value`, numbers as the parser read them.
+[[nodiscard]] boost::json::value to_value(const json_node& node);
 
 }  // namespace droid::ir

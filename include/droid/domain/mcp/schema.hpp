@@ -973,18 +973,4 @@ template <class T>
   return detail::decode_value(node, out, detail::json_path(std::string_view()), error);
 }
 
-/// Parses JSON text into a `boost::json::value` with every number exact: a double is the
-/// nearest one to what the text says. False when the text does not parse.
-///
-/// Why not `boost::json::parse`: Boost 1.81 parses a long mantissa approximately (one
-/// unit in the last place off), so a value sealed into a 2026 request's state and read
-/// back, or a tool's params re-serialised with trace context, changed its numbers (found
-/// by the sealed_state fuzzer). This goes through the same parser as every message.
-[[nodiscard]] inline bool parse_exact(std::string_view text, boost::json::value& out) {
-  bool ok = false;
-  std::string error;
-  const std::error_code ec = ir::visit_json(text, [&](const ir::json_node& n) { ok = decode(n, out, error); });
-  return !ec && ok;
-}
-
 }  // namespace droid

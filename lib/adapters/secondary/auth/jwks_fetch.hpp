@@ -2,6 +2,10 @@
 /// @file
 /// One HTTP(S) GET of a JSON Web Key Set, with a time limit and a size limit: the only
 /// HTTP client in the library, and only as much of one as a key set needs.
+///
+/// Secondary adapter, private. In a build configured with `-Dtls=disabled` (which links no
+/// libssl) jwks_without_tls.cpp defines these instead, and a `jwks_url` is refused when
+/// the verifier is made: the key set must then be given on disk (`jwt_options::jwks_file`).
 #pragma once
 
 #include <chrono>
@@ -12,9 +16,12 @@
 #include <string_view>
 
 #include <asio/any_io_executor.hpp>
-#include <asio/ssl/context.hpp>
 
 #include <droid/application/task.hpp>
+
+namespace asio::ssl {
+class context;
+}
 
 namespace droid::auth::detail {
 

@@ -5,13 +5,15 @@
 #include "redis_shared_store.hpp"
 
 #include <charconv>
+#include <optional>
+#include <stdexcept>
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <droid/domain/mcp/schema.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 #include "redis_event_store.hpp"
 #include "redis_task_store.hpp"
@@ -135,7 +137,7 @@ bool parse_record(const reply& hash, session_record& out) {
     // record was written by an instance of ours, but Redis is not ours alone).
     const auto object = [&](boost::json::object& into) {
       boost::json::value parsed;
-      if (parse_exact(v, parsed) && parsed.is_object()) into = std::move(parsed.as_object());
+      if (ir::parse_exact(v, parsed) && parsed.is_object()) into = std::move(parsed.as_object());
     };
     if (k == "owner") {
       out.owner = v;
@@ -154,7 +156,7 @@ bool parse_record(const reply& hash, session_record& out) {
       if (parse_log_level(v, level)) out.state.min_log_level = level;
     } else if (k == "subs") {
       boost::json::value parsed;
-      if (parse_exact(v, parsed) && parsed.is_array())
+      if (ir::parse_exact(v, parsed) && parsed.is_array())
         for (const auto& uri : parsed.as_array())
           if (uri.is_string()) out.state.subscriptions.emplace_back(uri.as_string());
     } else if (k == "principal") {
@@ -504,3 +506,22 @@ task<std::optional<std::string>> redis_shared_store::written(std::size_t shard) 
 }
 
 }  // namespace droid::redis
+
+namespace droid::http::detail {
+
+std::shared_ptr<shared_store> make_redis_store(const options::scale_out& o, std::vector<asio::any_io_executor> shards,
+                                               std::chrono::milliseconds session_ttl, std::size_t max_events) {
+  std::string error;
+  const std::optional<redis::endpoint> where = redis::parse_url(o.redis_url, error);
+  if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
+  redis::shared_store_options so;
+  so.connection.where = *where;
+  so.connection.command_timeout = o.redis_timeout;
+  so.connection.connect_timeout = o.redis_timeout;
+  so.key_prefix = o.key_prefix;
+  so.session_ttl = session_ttl;
+  so.max_events = max_events;
+  return std::make_shared<redis::redis_shared_store>(std::move(shards), std::move(so));
+}
+
+}  // namespace droid::http::detail

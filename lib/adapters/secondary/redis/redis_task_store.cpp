@@ -7,7 +7,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <droid/domain/mcp/schema.hpp>
+#include <droid/domain/ir/codec.hpp>
 
 namespace droid::redis {
 
@@ -50,7 +50,7 @@ std::string task_record_json(const task_record& r) {
 
 std::optional<task_record> parse_task_record(std::string_view json) {
   boost::json::value v;
-  if (!parse_exact(json, v) || !v.is_object()) return std::nullopt;
+  if (!ir::parse_exact(json, v) || !v.is_object()) return std::nullopt;
   const boost::json::object& o = v.as_object();
   task_record r;
   r.id = std::string(string_of(o, "id"));

@@ -4,7 +4,7 @@
 /// `max_connections_per_address`: the limit holds, a slot given back frees its place, and
 /// idle callers do not pile up however many come and go (docs/reliability.md,
 /// "Bearer tokens at the HTTP listener").
-#include "adapters/primary/transport/http/keyed_limits.hpp"
+#include "adapters/primary/transport/http/wire/keyed_limits.hpp"
 
 #include <optional>
 #include <string>

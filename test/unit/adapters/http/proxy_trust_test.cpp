@@ -4,7 +4,7 @@
 /// address every per-address limit counts. What must hold: a peer that is not trusted
 /// cannot name its own address, and entries a client wrote into X-Forwarded-For before
 /// the proxy appended to it are never believed (docs/security.md, "Behind a proxy").
-#include "adapters/primary/transport/http/proxy_trust.hpp"
+#include "adapters/primary/transport/http/wire/proxy_trust.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -12,7 +12,7 @@
 
 #include <doctest/doctest.h>
 
-#include "adapters/primary/transport/http/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 
 using droid::http::detail::proxy_trust;
 using droid::http::detail::request;

@@ -3,7 +3,7 @@
 /// HTTP/1.1 request framing against docs/reliability.md, B1, B3, B4 and B5, sans-io:
 /// bytes go in as a connection would receive them (whole, a byte at a time, or cut at
 /// every offset), requests or an error status come out.
-#include "adapters/primary/transport/http/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 
 #include <cstddef>
 #include <cstdint>

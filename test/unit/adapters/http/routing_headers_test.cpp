@@ -18,11 +18,11 @@
 #include <boost/describe.hpp>
 #include <boost/json/parse.hpp>
 
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "adapters/primary/transport/http/request_parser.hpp"
-#include "application/catalog/server_core.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 
 using droid::http::detail::check_routing_headers;
 using droid::http::detail::decode_header_value;
@@ -115,7 +115,7 @@ std::optional<std::string> verdict(const std::string& headers, const std::string
   const droid::ir::message& m = std::get<droid::ir::message>(d);
   std::shared_ptr<const droid::detail::tool_entry> tool;
   if (m.method() == "tools/call")
-    if (const auto name = droid::ir::string_member(m.params(), "name")) tool = droid::detail::core(registry()).find_tool(*name);
+    if (const auto name = droid::ir::string_member(m.params(), "name")) tool = droid::hosting::find_tool(registry(), *name);
   return check_routing_headers(req, m.method(), m.params(), tool.get());
 }
 
@@ -376,11 +376,11 @@ TEST_SUITE("adapters/http/routing_headers") {
   }
 
   TEST_CASE("registration extracts header parameters, and refuses a schema that breaks the rules, naming the tool") {
-    const auto route = droid::detail::core(registry()).find_tool("route");
+    const auto route = droid::hosting::find_tool(registry(), "route");
     REQUIRE(route);
     REQUIRE(route->header_params.size() == 4);
     CHECK(route->header_params[0].header == "Region");
-    CHECK(droid::detail::core(registry()).find_tool("plain")->header_params.empty());
+    CHECK(droid::hosting::find_tool(registry(), "plain")->header_params.empty());
 
     droid::server s({.name = "refusals", .version = "1"});
     const auto message = [&](auto register_it) -> std::string {

@@ -14,6 +14,7 @@
 #include <boost/json/value.hpp>
 #include <doctest/doctest.h>
 
+#include <droid/domain/ir/codec.hpp>
 #include <droid/domain/mcp/schema.hpp>
 
 #include "application/era2026/multi_round.hpp"
@@ -52,14 +53,14 @@ TEST_SUITE("application/exact_numbers") {
     for (const std::string& text : hard_numbers) {
       CAPTURE(text);
       boost::json::value v;
-      REQUIRE(droid::parse_exact(text, v));
+      REQUIRE(droid::ir::parse_exact(text, v));
       const double want = std::strtod(text.c_str(), nullptr);  // glibc rounds correctly
       if (v.is_double()) CHECK(bits(v.as_double()) == bits(want));
       else CHECK(v.is_number());  // an integer that fits (9007199254740993 as int64)
     }
     boost::json::value v;
-    CHECK_FALSE(droid::parse_exact("{\"a\":", v));
-    CHECK_FALSE(droid::parse_exact("[1,]", v));
+    CHECK_FALSE(droid::ir::parse_exact("{\"a\":", v));
+    CHECK_FALSE(droid::ir::parse_exact("[1,]", v));
   }
 
   TEST_CASE("a sealed state gives back every answer's numbers to the last bit") {
@@ -68,7 +69,7 @@ TEST_SUITE("application/exact_numbers") {
       droid::detail::round_state st;
       st.expires_ms = 1;
       boost::json::value answer;
-      REQUIRE(droid::parse_exact("{\"action\":\"accept\",\"content\":{\"x\":" + text + "}}", answer));
+      REQUIRE(droid::ir::parse_exact("{\"action\":\"accept\",\"content\":{\"x\":" + text + "}}", answer));
       st.answers.push_back({"elicitation-1", 7, answer});
       st.onces.emplace_back("once-1", answer);
       const std::string sealed = droid::detail::encode_state(st);
@@ -91,8 +92,8 @@ TEST_SUITE("application/exact_numbers") {
       const auto traced = droid::detail::traced_params(params, trace);
       REQUIRE(traced);
       boost::json::value before, after;
-      REQUIRE(droid::parse_exact(params, before));
-      REQUIRE(droid::parse_exact(*traced, after));
+      REQUIRE(droid::ir::parse_exact(params, before));
+      REQUIRE(droid::ir::parse_exact(*traced, after));
       CHECK(after.at("n") == before.at("n"));
       CHECK(after.at("_meta").at("traceparent") == trace.traceparent.c_str());
     }

@@ -17,9 +17,9 @@
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "checks.hpp"
+#include "request_rules.hpp"
 #include "connection.hpp"
-#include "responses.hpp"
+#include "wire/responses.hpp"
 
 namespace droid::http::detail {
 

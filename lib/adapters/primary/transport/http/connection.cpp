@@ -8,13 +8,12 @@
 #include <unistd.h>
 
 #include <asio/post.hpp>
-#include <asio/ssl/stream.hpp>
 #include <asio/write.hpp>
 
 #include <droid/application/spawn.hpp>
 #include <droid/application/use_task.hpp>
 
-#include "checks.hpp"
+#include "request_rules.hpp"
 
 namespace droid::http::detail {
 
@@ -36,13 +35,6 @@ struct resume_on {
 
 }  // namespace
 
-/// A TLS session over a connection's socket. The context is held so that a reload
-/// cannot free it under a live session.
-struct tls_stream {
-  tls_stream(tcp::socket& socket, std::shared_ptr<asio::ssl::context> c) : context(std::move(c)), stream(socket, *context) {}
-  std::shared_ptr<asio::ssl::context> context;
-  asio::ssl::stream<tcp::socket&> stream;
-};
 
 void connection_core::set_tls(std::shared_ptr<asio::ssl::context> tls) {
   std::lock_guard lock(tls_mutex_);
@@ -176,7 +168,7 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
   const auto local = socket_.local_endpoint(ec);
   local_is_loopback_ = !ec && local.address().is_loopback();
   socket_.set_option(tcp::no_delay(true), ec);
-  if (tls) tls_ = std::make_unique<tls_stream>(socket_, std::move(tls));
+  if (tls) tls_ = make_tls_session(socket_, std::move(tls));
 }
 
 connection::~connection() { --core_.connection_count_; }
@@ -212,7 +204,7 @@ task<bool> connection::write(std::string_view data) {
     arm(core_.opts().write_timeout);
     std::error_code ec;
     std::size_t n = 0;
-    if (tls_) std::tie(ec, n) = co_await tls_->stream.async_write_some(asio::buffer(data), use_task);
+    if (tls_) std::tie(ec, n) = co_await tls_write_some(*tls_, asio::buffer(data));
     else std::tie(ec, n) = co_await socket_.async_write_some(asio::buffer(data), use_task);
     if (ec) co_return false;
     data.remove_prefix(n);
@@ -244,7 +236,7 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
     arm(core_.opts().write_timeout);
     std::error_code ec;
     std::size_t n = 0;
-    if (tls_) std::tie(ec, n) = co_await tls_->stream.async_write_some(asio::buffer(rest), use_task);
+    if (tls_) std::tie(ec, n) = co_await tls_write_some(*tls_, asio::buffer(rest));
     else std::tie(ec, n) = co_await socket_.async_write_some(asio::buffer(rest), use_task);
     if (ec) co_return false;
     rest.remove_prefix(n);
@@ -304,7 +296,7 @@ task<void> connection::run() {
     // at once) is closed within the header timeout, without an HTTP answer it could not
     // read anyway.
     arm(opts.header_timeout);
-    const std::error_code ec = co_await tls_->stream.async_handshake(asio::ssl::stream_base::server, use_task);
+    const std::error_code ec = co_await tls_handshake(*tls_);
     if (ec) co_return;
   }
 
@@ -380,7 +372,7 @@ task<void> connection::run() {
       std::error_code ec;
       std::size_t n = 0;
       if (!read_buffer_) read_buffer_ = std::make_unique_for_overwrite<char[]>(chunk);  // see serve_events
-      if (tls_) std::tie(ec, n) = co_await tls_->stream.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
+      if (tls_) std::tie(ec, n) = co_await tls_read_some(*tls_, asio::buffer(read_buffer_.get(), chunk));
       else std::tie(ec, n) = co_await socket_.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
       buf.append(read_buffer_.get(), n);
       if (ec) {

@@ -42,14 +42,12 @@
 #include <droid/application/server/request_origin.hpp>
 #include <droid/application/task.hpp>
 
-#include "keyed_limits.hpp"
-#include "request_parser.hpp"
-#include "responses.hpp"
+#include "wire/keyed_limits.hpp"
+#include "wire/request_parser.hpp"
+#include "wire/responses.hpp"
 #include "stream.hpp"
+#include "wire/tls.hpp"
 
-namespace asio::ssl {
-class context;
-}
 
 namespace droid::http::detail {
 
@@ -198,7 +196,6 @@ class connection_core {
   std::shared_ptr<asio::ssl::context> tls_;
 };
 
-struct tls_stream;
 
 /// One accepted TCP connection and the requests it carries, and what endpoints use to
 /// answer them: plain responses, one JSON document from a sink, an event stream.
@@ -317,7 +314,7 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the
   /// socket and not a second connection type: deadlines, the close watch and closing
   /// all work on the TCP socket either way, and only reading and writing differ.
-  std::unique_ptr<tls_stream> tls_;
+  tls_session_ptr tls_;
   /// Where reads land before they are appended to the parse buffer.
   std::unique_ptr<char[]> read_buffer_;
   request_parser parser_;

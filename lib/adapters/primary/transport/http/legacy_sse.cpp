@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The legacy HTTP+SSE endpoint (endpoints.hpp), for clients that predate Streamable
+/// The legacy HTTP+SSE endpoint (endpoint_state.hpp), for clients that predate Streamable
 /// HTTP: the session is its one event stream, and messages arrive by POST.
-#include "endpoints.hpp"
+#include "endpoint_state.hpp"
 
 #include <memory>
 #include <string>
@@ -13,7 +13,7 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "checks.hpp"
+#include "request_rules.hpp"
 #include "connection.hpp"
 
 namespace droid::http::detail {

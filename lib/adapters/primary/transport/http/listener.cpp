@@ -10,7 +10,7 @@
 ///     listener::impl::handle: path, Host/Origin
 ///          |-- streamable_endpoint (streamable.cpp): POST, GET, DELETE on `options::path`
 ///          \-- legacy_endpoint (legacy_sse.cpp): the 2024-11-05 HTTP+SSE paths
-///     endpoint_state (endpoints.hpp): session_table (sessions.hpp), per-shard runners
+///     endpoint_state (endpoint_state.hpp): session_table (sessions.hpp), per-shard runners
 #include <droid/adapters/primary/transport/http/http.hpp>
 
 #include <algorithm>
@@ -25,13 +25,12 @@
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 
-#include "adapters/secondary/redis/redis_shared_store.hpp"
-#include "checks.hpp"
+#include "request_rules.hpp"
 #include "cluster/cluster.hpp"
 #include "connection.hpp"
-#include "endpoints.hpp"
+#include "endpoint_state.hpp"
 #include "routes.hpp"
-#include "tls.hpp"
+#include "wire/tls.hpp"
 
 namespace droid::http {
 
@@ -39,21 +38,7 @@ namespace detail {
 
 // The composition root of the scale-out: the one place that picks Redis for the port.
 store_maker& shared_store_maker() {
-  static store_maker maker = [](const options::scale_out& o, std::vector<asio::any_io_executor> shards,
-                                std::chrono::milliseconds session_ttl,
-                                std::size_t max_events) -> std::shared_ptr<shared_store> {
-    std::string error;
-    auto where = redis::parse_url(o.redis_url, error);
-    if (!where) throw std::invalid_argument(std::string("http::options::cluster.redis_url: ").append(error));
-    redis::shared_store_options so;
-    so.connection.where = *where;
-    so.connection.command_timeout = o.redis_timeout;
-    so.connection.connect_timeout = o.redis_timeout;
-    so.key_prefix = o.key_prefix;
-    so.session_ttl = session_ttl;
-    so.max_events = max_events;
-    return std::make_shared<redis::redis_shared_store>(std::move(shards), std::move(so));
-  };
+  static store_maker maker = make_redis_store;
   return maker;
 }
 

@@ -7,8 +7,8 @@
 
 #include <droid/application/server/session.hpp>
 
-#include "checks.hpp"
-#include "responses.hpp"
+#include "request_rules.hpp"
+#include "wire/responses.hpp"
 
 namespace droid::http::detail {
 

@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-#include "application/detail/on_executor.hpp"
+#include "wire/on_executor.hpp"
 
 
 namespace droid::http::detail {
@@ -16,7 +16,7 @@ response_sink::response_sink(asio::any_io_executor home, std::size_t max_queued)
 void response_sink::push(sse_event e, bool replayed) {
   // Inline when the session and the connection share a shard (the common case), one
   // post otherwise.
-  droid::detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable {
+  detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable {
     if (self->dead_ || self->finished_) return;
     const std::size_t size = e.id.size() + e.data.size();
     // The backlog before this event is what the cap bounds (so one event of any size is
@@ -35,7 +35,7 @@ void response_sink::push(sse_event e, bool replayed) {
 }
 
 void response_sink::finish() {
-  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
+  detail::dispatch_on(home_, [self = shared_from_this()] {
     self->finished_ = true;
     self->accepted_ = self->accepted_ || self->rejected_status_ == 0;
     self->wake();
@@ -43,21 +43,21 @@ void response_sink::finish() {
 }
 
 void response_sink::accept() {
-  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
+  detail::dispatch_on(home_, [self = shared_from_this()] {
     self->accepted_ = true;
     self->wake();
   });
 }
 
 void response_sink::release() {
-  droid::detail::dispatch_on(home_, [self = shared_from_this()] {
+  detail::dispatch_on(home_, [self = shared_from_this()] {
     self->held_ = false;
     self->wake();
   });
 }
 
 void response_sink::reject(int status, std::string message) {
-  droid::detail::dispatch_on(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
+  detail::dispatch_on(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
     self->rejected_status_ = status;
     self->rejected_message_ = std::move(m);
     self->wake();
@@ -65,7 +65,7 @@ void response_sink::reject(int status, std::string message) {
 }
 
 void response_sink::set_answer_status(int status) {
-  droid::detail::dispatch_on(home_, [self = shared_from_this(), status] { self->answer_status_ = status; });
+  detail::dispatch_on(home_, [self = shared_from_this(), status] { self->answer_status_ = status; });
 }
 
 void response_sink::waiter::await_suspend(std::coroutine_handle<> h) {
@@ -84,7 +84,7 @@ void response_sink::wake(bool force) noexcept {
   if (!waiter_ || (!force && !ready(waiting_for_verdict_))) return;
   ++wait_number_;  // whatever the timer does from now on is stale
   if (timer_) timer_->cancel();
-  droid::detail::post_on(home_, [h = std::exchange(waiter_, nullptr)] { h.resume(); });
+  detail::post_on(home_, [h = std::exchange(waiter_, nullptr)] { h.resume(); });
 }
 
 void response_sink::drain(std::vector<sse_event>& out) {

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The Streamable HTTP endpoint (endpoints.hpp): a POST's checks and era, a 2025
+/// The Streamable HTTP endpoint (endpoint_state.hpp): a POST's checks and era, a 2025
 /// session's requests and streams, sessionless requests (stateless 2025 and 2026-07-28),
 /// GET streams and their resumption, DELETE.
-#include "application/detail/on_executor.hpp"
-#include "application/catalog/server_core.hpp"
-#include "endpoints.hpp"
+#include "endpoint_state.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -16,13 +14,15 @@
 
 #include <droid/application/spawn.hpp>
 #include <droid/application/use_task.hpp>
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/modern_request.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "checks.hpp"
+#include "request_rules.hpp"
+#include "wire/on_executor.hpp"
 #include "cluster/cluster.hpp"
 #include "connection.hpp"
 #include "routing_headers.hpp"
@@ -122,7 +122,7 @@ task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, con
   if (!may_lack_scopes(st, msg)) co_return std::nullopt;
   const std::optional<std::string> name = ir::string_member(msg.params(), "name");
   if (!name) co_return std::nullopt;  // the dispatcher answers the malformed call
-  const std::shared_ptr<const droid::detail::tool_entry> tool = droid::detail::core(st.srv).find_tool(*name);
+  const std::shared_ptr<const droid::detail::tool_entry> tool = droid::hosting::find_tool(st.srv, *name);
   if (!tool) co_return std::nullopt;
   if (!auth_gate::lacks_scopes(who, tool->info.required_scopes)) co_return std::nullopt;
   const std::string what = "tool " + *name;
@@ -292,7 +292,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
 
   if (!msg.is_request()) {
     // Notifications and responses get 202 as soon as they are handed over.
-    droid::detail::dispatch_on(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
+    detail::dispatch_on(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin]() mutable {
       s->receive(std::move(m), nullptr, std::move(origin));
     });
     co_return co_await c.reply(202, {}, {});
@@ -330,7 +330,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     // are recorded, so a GET with Last-Event-ID can pick them up; without one nothing
     // could ever reach the client again, so the request is cancelled (and any question
     // its tool waits on is withdrawn) rather than left waiting for the session's end.
-    droid::detail::dispatch_on(entry->executor, [entry, sink, request_id] {
+    detail::dispatch_on(entry->executor, [entry, sink, request_id] {
       for (auto& [number, stream] : entry->streams) stream->detach(sink);
       if (!entry->store && !entry->legacy) entry->s->cancel(request_id);
     });
@@ -352,7 +352,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
       json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
                   "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
                 : std::string_view();
-  droid::detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
+  detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
                                    peers = st_.peers, gate = std::move(gate), held = std::move(held)]() mutable {
     if (peers && !peers->may_start(gate.get())) {
       // The lease lapsed since the request arrived (or its asker gave it up): it does not
@@ -398,7 +398,7 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     // end) is queued before it, and the connection writes the response in one write
     // instead of one per event. A tool that suspends gets its head and priming event
     // out at once all the same.
-    droid::detail::post_on(entry->executor, [sink] { sink->accept(); });
+    detail::post_on(entry->executor, [sink] { sink->accept(); });
   });
 }
 
@@ -450,7 +450,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     ir::json_node name;
     if (params && msg.method() == "tools/call" && params->find("name", name) &&
         name.kind() == ir::json_node::type::string)
-      tool = droid::detail::core(st_.srv).find_tool(name.string());
+      tool = droid::hosting::find_tool(st_.srv, name.string());
     mismatch = check_routing_headers(req, msg.method(), params, tool.get());
     if (mismatch) return;
     if (tool && auth_gate::lacks_scopes(who, tool->info.required_scopes)) {
@@ -674,7 +674,7 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
     spawn(entry->executor, replay_earlier_owner(st_.peers, entry, number, after, sink), [](std::exception_ptr) {});
     return;
   }
-  droid::detail::dispatch_on(entry->executor, [entry, sink, number, after, resume] {
+  detail::dispatch_on(entry->executor, [entry, sink, number, after, resume] {
     const auto refuse = [&] {
       sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
     };
@@ -702,7 +702,7 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
 
 void streamable_endpoint::end_get(const std::shared_ptr<session_entry>& entry,
                                   const std::shared_ptr<response_sink>& sink, std::uint64_t number) {
-  droid::detail::dispatch_on(entry->executor, [entry, sink, number] {
+  detail::dispatch_on(entry->executor, [entry, sink, number] {
     if (number == 0) {
       entry->standalone->detach(sink);
     } else {

@@ -3,8 +3,6 @@
 /// The cluster: records, heartbeats, the inbox, forwarding and takeover (cluster.hpp).
 #include "cluster.hpp"
 
-#include "application/catalog/server_core.hpp"
-#include "application/tasks/task_engine.hpp"
 
 #include <charconv>
 #include <random>
@@ -15,14 +13,14 @@
 #include <asio/post.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/ir/codec.hpp>
-#include <droid/domain/mcp/schema.hpp>
 
-#include "adapters/primary/transport/http/endpoints.hpp"
-#include "adapters/primary/transport/http/responses.hpp"
+#include "adapters/primary/transport/http/endpoint_state.hpp"
+#include "adapters/primary/transport/http/wire/responses.hpp"
 #include "adapters/primary/transport/http/stream.hpp"
 
 namespace droid::http::detail {
@@ -65,7 +63,7 @@ thread_local bool relaying_change = false;
 /// The cluster's ear on the server's changes: each one raised here is published on the
 /// common channel. Why a listener: the server must not know about clusters; it tells
 /// whoever listens, as it tells `subscriptions/listen` streams.
-class change_fanout final : public droid::detail::change_listener {
+class change_fanout final : public droid::hosting::change_listener {
  public:
   explicit change_fanout(std::function<void(std::string)> publish) : publish_(std::move(publish)) {}
   void list_changed(std::string_view method) override {
@@ -143,10 +141,9 @@ cluster::cluster(endpoint_state& st, const options::scale_out& o, std::vector<as
   // in it would be one nobody could reply to.
   if (name_.find_first_of(" \r\n") != std::string::npos)
     throw std::invalid_argument("http::options::cluster.instance_id must not contain spaces or line breaks");
-  droid::detail::task_engine& engine = droid::detail::core(st_.srv).tasks();
-  if (engine.memory()) {
-    tasks_ = store_->share_tasks(engine.memory(), member_);
-    engine.wrap_store(tasks_);
+  if (std::shared_ptr<memory_task_store> local = droid::hosting::default_task_store(st_.srv)) {
+    tasks_ = store_->share_tasks(std::move(local), member_);
+    droid::hosting::wrap_task_store(st_.srv, tasks_);
   }
 }
 
@@ -177,7 +174,7 @@ void cluster::start() {
       c->store_->post_all(0, encode_fields({f[0], c->member_, f[1]}));
     });
   });
-  droid::detail::core(st_.srv).listen(fanout_);
+  droid::hosting::listen(st_.srv, fanout_);
 }
 
 void cluster::beat() {
@@ -462,16 +459,15 @@ task<cluster::delivery> cluster::deliver(std::size_t shard, std::string owner, s
 void cluster::stop_unkept_tasks(std::vector<sse_event>& answers) {
   for (const sse_event& e : answers) {
     boost::json::value v;
-    if (!parse_exact(e.data, v) || !v.is_object()) continue;
+    if (!ir::parse_exact(e.data, v) || !v.is_object()) continue;
     const boost::json::value* result = v.as_object().if_contains("result");
     const boost::json::value* id = result && result->is_object() ? result->as_object().if_contains("taskId") : nullptr;
     if (!id || !id->is_string()) continue;
     const std::string task(id->as_string());
-    droid::detail::task_engine& engine = droid::detail::core(st_.srv).tasks();
-    (void)engine.store().finish(task, task_status::failed, {},
+    (void)droid::hosting::task_records(st_.srv).finish(task, task_status::failed, {},
                                 R"({"code":-32603,"message":"the shared store (Redis) did not keep this task"})",
                                 "The shared store (Redis) did not keep this task; it was stopped.");
-    engine.stop_tool(task);
+    droid::hosting::stop_task_tool(st_.srv, task);
   }
 }
 
@@ -542,8 +538,8 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
       // Another instance's change: this instance's clients are told as they would be of
       // one of its own (each session and listen stream filters as it always does).
       relaying_change = true;
-      if (kind == "lc") droid::detail::core(st_.srv).notify_list_changed(f[2]);
-      if (kind == "upd") droid::detail::core(st_.srv).resource_updated(f[2]);
+      if (kind == "lc") droid::hosting::announce_list_changed(st_.srv, f[2]);
+      if (kind == "upd") droid::hosting::announce_resource_updated(st_.srv, f[2]);
       relaying_change = false;
       return;
     }

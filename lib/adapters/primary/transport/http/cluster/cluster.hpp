@@ -44,15 +44,12 @@
 #include <functional>
 
 #include <droid/adapters/primary/transport/http/http.hpp>
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/task.hpp>
 
 #include "adapters/primary/transport/http/sessions.hpp"
 #include "shared_store.hpp"
-
-namespace droid::detail {
-class change_listener;
-}
 
 namespace droid::http::detail {
 
@@ -354,7 +351,7 @@ class cluster : public std::enable_shared_from_this<cluster> {
   void end_relays();
   /// Carries this server's change notifications (list_changed, resources/updated) to the
   /// other instances, whose clients are told as this instance's are.
-  std::shared_ptr<droid::detail::change_listener> fanout_;
+  std::shared_ptr<droid::hosting::change_listener> fanout_;
   /// The server's task store, written through to the shared store (null: the
   /// application's own store, which is not shared).
   std::shared_ptr<shared_task_table> tasks_;

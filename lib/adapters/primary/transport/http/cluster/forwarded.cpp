@@ -16,8 +16,7 @@
 /// Why a relay sink and not a new kind of outbound: the owner serves the request exactly
 /// as for a connection of its own (priming event, verdict, recording, detaching), and
 /// the relay is to the sink what a connection is: the one coroutine that drains it.
-#include "application/catalog/server_core.hpp"
-#include "adapters/primary/transport/http/endpoints.hpp"
+#include "adapters/primary/transport/http/endpoint_state.hpp"
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
@@ -37,7 +36,7 @@
 
 #include "cluster.hpp"
 #include "adapters/primary/transport/http/connection.hpp"
-#include "adapters/primary/transport/http/responses.hpp"
+#include "adapters/primary/transport/http/wire/responses.hpp"
 
 namespace droid::http::detail {
 
@@ -86,7 +85,7 @@ std::shared_ptr<request_origin> decode_origin(std::string_view address, std::str
   o->remote_address = std::string(address);
   if (text.empty()) return o;
   boost::json::value v;
-  if (!parse_exact(text, v) || !v.is_object()) return o;
+  if (!ir::parse_exact(text, v) || !v.is_object()) return o;
   const boost::json::object& obj = v.as_object();
   const auto str = [](const boost::json::object& from, std::string_view key) {
     const boost::json::value* x = from.if_contains(key);

@@ -5,18 +5,17 @@
 /// recovery of what is still a member's own after a lapse.
 #include "cluster.hpp"
 
-#include "application/catalog/server_core.hpp"
-#include "application/tasks/task_engine.hpp"
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/use_task.hpp>
 
-#include "adapters/primary/transport/http/endpoints.hpp"
-#include "adapters/primary/transport/http/responses.hpp"
+#include "adapters/primary/transport/http/endpoint_state.hpp"
+#include "adapters/primary/transport/http/wire/responses.hpp"
 #include "adapters/primary/transport/http/stream.hpp"
 
 namespace droid::http::detail {
@@ -165,7 +164,7 @@ task<void> cluster::recover() {
     if (mine != shared_store::claim::another) continue;
     // Adopted by another instance (and reported failed there): stopped here, unsaid.
     tasks_->drop(task_ids[i]);
-    droid::detail::core(st_.srv).tasks().stop_tool(task_ids[i]);
+    droid::hosting::stop_task_tool(st_.srv, task_ids[i]);
   }
   // Everything published to the inbox before the mark is refused (it arrives while this
   // member is still recovering); what is published after it is served.

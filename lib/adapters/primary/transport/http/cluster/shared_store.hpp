@@ -28,6 +28,11 @@
 #include <utility>
 #include <vector>
 
+#include <chrono>
+
+#include <asio/any_io_executor.hpp>
+
+#include <droid/adapters/primary/transport/http/http.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/server/task_store.hpp>
@@ -195,5 +200,16 @@ class shared_store {
   /// reach the client before its record is shared.
   virtual task<std::optional<std::string>> written(std::size_t shard) = 0;
 };
+
+/// The Redis store for `o` (its `redis_url`), the listener's `shards`, sessions idle for
+/// `session_ttl` at most and `max_events` kept per stream; throws `std::invalid_argument`
+/// naming the option when the URL is not one. Declared by the port and defined by the
+/// Redis adapter (adapters/secondary/redis/redis_shared_store.cpp), so that the HTTP
+/// transport never includes the Redis client's headers; a build configured with
+/// `-Dredis=disabled` defines it to refuse every URL (adapters/secondary/redis/without_redis.cpp).
+[[nodiscard]] std::shared_ptr<shared_store> make_redis_store(const options::scale_out& o,
+                                                             std::vector<asio::any_io_executor> shards,
+                                                             std::chrono::milliseconds session_ttl,
+                                                             std::size_t max_events);
 
 }  // namespace droid::http::detail

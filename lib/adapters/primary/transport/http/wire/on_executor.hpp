@@ -3,7 +3,7 @@
 /// `dispatch_on` and `post_on`: hand a function to a shard through an `any_io_executor`
 /// without paying for the type erasure when the shard is an io_context.
 ///
-/// Application layer, private (the HTTP adapter uses it too). Why: `asio::dispatch` on an
+/// HTTP adapter, private. Why: `asio::dispatch` on an
 /// `any_io_executor` queries the blocking property, wraps the function in a type-erased
 /// function object (a recycled allocation) and calls through it, even when it then runs
 /// the function inline on the caller's thread. A request's response sink is handed
@@ -21,7 +21,7 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
-namespace droid::detail {
+namespace droid::http::detail {
 
 /// Runs `f` on `ex`'s thread: at once when the caller is already there, posted otherwise.
 template <class F>
@@ -43,4 +43,4 @@ void post_on(const asio::any_io_executor& ex, F&& f) {
   }
 }
 
-}  // namespace droid::detail
+}  // namespace droid::http::detail

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Host, Origin, media type and session id checks.
-#include "checks.hpp"
+#include "request_rules.hpp"
 
 #include <sys/random.h>
 

@@ -4,6 +4,10 @@
 #include <stdexcept>
 
 #include <asio/ssl/context.hpp>
+#include <asio/ssl/stream.hpp>
+
+#include <droid/application/use_task.hpp>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -64,6 +68,33 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const std::string& chain_fi
     throw std::runtime_error("TLS: the private key " + key_file + " does not match the certificate in " + chain_file);
   }
   return ctx;
+}
+
+struct tls_session {
+  tls_session(asio::ip::tcp::socket& socket, std::shared_ptr<asio::ssl::context> c)
+      : context(std::move(c)), stream(socket, *context) {}
+  std::shared_ptr<asio::ssl::context> context;
+  asio::ssl::stream<asio::ip::tcp::socket&> stream;
+};
+
+void tls_session_deleter::operator()(tls_session* s) const noexcept { delete s; }
+
+tls_session_ptr make_tls_session(asio::ip::tcp::socket& socket, std::shared_ptr<asio::ssl::context> context) {
+  return tls_session_ptr(new tls_session(socket, std::move(context)));
+}
+
+task<std::error_code> tls_handshake(tls_session& s) {
+  co_return co_await s.stream.async_handshake(asio::ssl::stream_base::server, use_task);
+}
+
+task<std::pair<std::error_code, std::size_t>> tls_read_some(tls_session& s, asio::mutable_buffer to) {
+  const auto [ec, n] = co_await s.stream.async_read_some(to, use_task);
+  co_return std::pair{ec, n};
+}
+
+task<std::pair<std::error_code, std::size_t>> tls_write_some(tls_session& s, asio::const_buffer from) {
+  const auto [ec, n] = co_await s.stream.async_write_some(from, use_task);
+  co_return std::pair{ec, n};
 }
 
 }  // namespace droid::http::detail
