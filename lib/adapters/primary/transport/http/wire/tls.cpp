@@ -2,6 +2,7 @@
 #include "tls.hpp"
 
 #include <stdexcept>
+#include <tuple>
 
 #include <asio/ssl/context.hpp>
 #include <asio/ssl/stream.hpp>
@@ -88,13 +89,15 @@ task<std::error_code> tls_handshake(tls_session& s) {
 }
 
 task<std::pair<std::error_code, std::size_t>> tls_read_some(tls_session& s, asio::mutable_buffer to) {
-  const auto [ec, n] = co_await s.stream.async_read_some(to, use_task);
-  co_return std::pair{ec, n};
+  std::pair<std::error_code, std::size_t> done;
+  std::tie(done.first, done.second) = co_await s.stream.async_read_some(to, use_task);
+  co_return done;
 }
 
 task<std::pair<std::error_code, std::size_t>> tls_write_some(tls_session& s, asio::const_buffer from) {
-  const auto [ec, n] = co_await s.stream.async_write_some(from, use_task);
-  co_return std::pair{ec, n};
+  std::pair<std::error_code, std::size_t> done;
+  std::tie(done.first, done.second) = co_await s.stream.async_write_some(from, use_task);
+  co_return done;
 }
 
 }  // namespace droid::http::detail
