@@ -306,8 +306,9 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
   if (const bool only_modern = is_modern_only(msg.method()); only_modern || may_name_version(msg)) {
     bool modern = false;
     const auto serve_modern = [&](const ir::json_node* params) {
-      // The key's text may be inside an argument of a 2025 request: then it is not one.
-      modern = only_modern || (params && names_modern_version(*params));
+      // The rule HTTP applies too (the key's text may be inside an argument of a 2025
+      // request: then it is not one).
+      modern = is_modern_request(msg, nullptr, params);
       if (!modern) return;
       peer_info peer;
       if (auto refused = admit_modern(s.srv, msg.method(), params, std::nullopt, peer)) {

@@ -11,12 +11,15 @@
 /// speak, and a tool's needs only for a method we serve.
 #include <droid/application/server/modern_request.hpp>
 
+#include <optional>
+
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
 #include <droid/application/server/server.hpp>
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
+#include <droid/domain/mcp/revision.hpp>
 
 #include "application/engine/dispatcher.hpp"
 #include "application/catalog/server_core.hpp"
@@ -52,9 +55,26 @@ bool may_name_version(const ir::message& msg) noexcept {
   return msg.params_kind() == ir::json_kind::object && msg.text().find(version_key) != std::string_view::npos;
 }
 
-bool is_modern_request(const ir::message& msg) {
+namespace {
+
+/// The part of the era rule that needs no params: nothing when only they can tell.
+std::optional<bool> era_without_params(const ir::message& msg, const std::string_view* header_version) {
   if (!msg.is_request()) return false;
+  if (header_version && is_modern_version(*header_version) && msg.method() != "initialize") return true;
   if (is_modern_only(msg.method())) return true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_modern_request(const ir::message& msg, const std::string_view* header_version,
+                       const ir::json_node* params) noexcept {
+  if (const std::optional<bool> settled = era_without_params(msg, header_version)) return *settled;
+  return params && names_modern_version(*params);
+}
+
+bool is_modern_request(const ir::message& msg, const std::string_view* header_version) {
+  if (const std::optional<bool> settled = era_without_params(msg, header_version)) return *settled;
   if (!may_name_version(msg)) return false;
   // The key's text is there; whether it is really `_meta`'s (and not, say, inside a tool
   // argument) takes the params' tree (the decoder's, when it is still there).

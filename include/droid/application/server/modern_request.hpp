@@ -45,14 +45,23 @@ struct request_refusal {
   int http_status = 400;
 };
 
-/// True when request `msg` is to be served as a 2026-07-28 request: its `_meta` names a
-/// protocol version (`io.modelcontextprotocol/protocolVersion`), or its method exists
-/// only in that revision (`server/discover`, `subscriptions/listen`). Everything else,
-/// `initialize` above all, belongs to the 2025 session era.
+/// True when request `msg` is to be served as a 2026-07-28 request. The one rule both
+/// transports apply (so that stdio and HTTP cannot drift apart): a request under a
+/// 2026-07-28 version header (`header_version`, HTTP's `MCP-Protocol-Version`; stdio has
+/// none) is one, unless it is `initialize`, which opens a 2025 session whatever the header
+/// says; so is one whose `_meta` names a protocol version
+/// (`io.modelcontextprotocol/protocolVersion`) or whose method exists only in that
+/// revision (`server/discover`, `subscriptions/listen`). Everything else belongs to the
+/// 2025 session era.
 ///
-/// Why a cheap test first: a 2025 request pays for this on every message; the key's
-/// text is looked for before anything is parsed, and only a hit is confirmed by a parse.
-[[nodiscard]] bool is_modern_request(const ir::message& msg);
+/// Why a cheap test first: a 2025 request pays for this on every message; the header
+/// settles it without the params, the key's text is looked for before anything is
+/// parsed, and only a hit is confirmed by a parse.
+[[nodiscard]] bool is_modern_request(const ir::message& msg, const std::string_view* header_version = nullptr);
+/// The same rule for a caller that parses the params anyway (`params`: them, or null
+/// when the request has none), so that they are parsed once.
+[[nodiscard]] bool is_modern_request(const ir::message& msg, const std::string_view* header_version,
+                                     const ir::json_node* params) noexcept;
 
 /// The two halves of `is_modern_request`, for a caller that parses the params anyway: a
 /// method that exists only in 2026-07-28, and params whose `_meta` names a version.

@@ -160,14 +160,8 @@ task<bool> streamable_endpoint::post(connection& c, request& req, const caller& 
     co_return co_await reply_unavailable(c, id, fenced_refusal);
   }
 
-  // The era is decided per message: a request whose _meta names a version (or whose
-  // method exists only in 2026-07-28) is a 2026 request; so is one under a 2026 header,
-  // unless it is `initialize`, which opens a 2025 session whatever the header says.
-  // The header is asked first: it settles the question without reading the params.
-  const bool modern =
-      msg.is_request() &&
-      ((version && is_modern_version(*version) && msg.method() != "initialize") || is_modern_request(msg));
-  if (modern) co_return co_await serve_modern(c, req, std::move(msg), version, who);
+  // The era is decided per message, by the rule stdio applies too (is_modern_request).
+  if (is_modern_request(msg, version)) co_return co_await serve_modern(c, req, std::move(msg), version, who);
   if (version && !is_supported_version(*version)) {
     const request_refusal r = unsupported_version(*version);
     // A named body, not a conditional expression in the co_await: g++ 12 destroys a
