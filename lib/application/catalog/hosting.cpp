@@ -15,14 +15,14 @@ std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::stri
 }
 
 void listen(const server& srv, const std::shared_ptr<change_listener>& listener) {
-  detail::core(srv).listen(listener);
+  detail::core(srv).changes().listen(listener);
 }
 
 void announce_list_changed(const server& srv, std::string_view method) {
-  detail::core(srv).notify_list_changed(method);
+  detail::core(srv).changes().list_changed(method);
 }
 
-void announce_resource_updated(const server& srv, std::string_view uri) { detail::core(srv).resource_updated(uri); }
+void announce_resource_updated(const server& srv, std::string_view uri) { detail::core(srv).changes().resource_updated(uri); }
 
 task_store& task_records(const server& srv) { return detail::core(srv).tasks().store(); }
 

@@ -83,7 +83,7 @@ void server::add_completer(std::string ref_type, std::string ref, std::string ar
   core_->add_completer(ref_type, ref, argument, std::move(fn));
 }
 
-void server::resource_updated(std::string_view uri) { core_->resource_updated(uri); }
+void server::resource_updated(std::string_view uri) { core_->changes().resource_updated(uri); }
 
 std::size_t server::tool_count() const { return core_->tool_count(); }
 std::size_t server::resource_count() const { return core_->resource_count(); }
@@ -91,7 +91,7 @@ std::size_t server::prompt_count() const { return core_->prompt_count(); }
 bool server::has_completers() const { return core_->has_completers(); }
 
 void server::on_roots_list_changed(std::function<void(const peer_info&)> handler) {
-  core_->on_roots_list_changed(std::move(handler));
+  core_->changes().on_roots_list_changed(std::move(handler));
 }
 
 void server::diagnose(const diagnostic& d) const {

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The registries behind a published catalog, the change fan-out, and what a client is
-/// told of the server.
+/// The registries behind a published catalog, and what a client is told of the server.
 #include "server_core.hpp"
 
 #include <stdexcept>
 #include <utility>
-
-#include <asio/post.hpp>
 
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -63,19 +60,6 @@ std::string completer_key(std::string_view type, std::string_view ref, std::stri
   return key;
 }
 
-/// The live entries of `list`, taken out from under its lock, and the expired ones
-/// forgotten.
-template <class T>
-std::vector<std::shared_ptr<T>> live_of(std::vector<std::weak_ptr<T>>& list) {
-  std::vector<std::shared_ptr<T>> live;
-  std::erase_if(list, [&](const std::weak_ptr<T>& w) {
-    auto p = w.lock();
-    if (!p) return true;
-    live.push_back(std::move(p));
-    return false;
-  });
-  return live;
-}
 
 }  // namespace
 
@@ -83,7 +67,8 @@ server_core::server_core(const server& owner)
     : owner_(owner),
       id_(next_core_id.fetch_add(1, std::memory_order_relaxed)),
       multi_round_(std::make_unique<multi_round_context>(owner.options().multi_round)),
-      tasks_(std::make_unique<task_engine>(owner.options().tasks)) {
+      tasks_(std::make_unique<task_engine>(owner.options().tasks)),
+      changes_(owner) {
   modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
   ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));
   modern_result_members_ += '}';
@@ -124,7 +109,7 @@ void server_core::add_tool(std::shared_ptr<const tool_entry> entry) {
     if (entry->info.tasks != task_support::forbidden) ++c.task_tools;
     it->second = std::move(entry);
   });
-  notify_list_changed("notifications/tools/list_changed");
+  changes_.list_changed("notifications/tools/list_changed");
 }
 
 bool server_core::remove_tool(std::string_view name) {
@@ -136,7 +121,7 @@ bool server_core::remove_tool(std::string_view name) {
     c.tools.erase(it);
     removed = true;
   });
-  if (removed) notify_list_changed("notifications/tools/list_changed");
+  if (removed) changes_.list_changed("notifications/tools/list_changed");
   return removed;
 }
 
@@ -149,13 +134,13 @@ void server_core::add_resource(std::shared_ptr<const resource_entry> entry, bool
                                   entry->key + "\" is already registered");
     it->second = std::move(entry);
   });
-  notify_list_changed("notifications/resources/list_changed");
+  changes_.list_changed("notifications/resources/list_changed");
 }
 
 bool server_core::remove_resource(std::string_view key) {
   bool removed = false;
   edit([&](catalog& c) { removed = c.resources.erase(std::string(key)) > 0 || c.templates.erase(std::string(key)) > 0; });
-  if (removed) notify_list_changed("notifications/resources/list_changed");
+  if (removed) changes_.list_changed("notifications/resources/list_changed");
   return removed;
 }
 
@@ -165,24 +150,19 @@ void server_core::add_prompt(std::shared_ptr<const prompt_entry> entry) {
     if (!inserted) throw std::invalid_argument("droid: a prompt named \"" + entry->info.name + "\" is already registered");
     it->second = std::move(entry);
   });
-  notify_list_changed("notifications/prompts/list_changed");
+  changes_.list_changed("notifications/prompts/list_changed");
 }
 
 bool server_core::remove_prompt(std::string_view name) {
   bool removed = false;
   edit([&](catalog& c) { removed = c.prompts.erase(std::string(name)) > 0; });
-  if (removed) notify_list_changed("notifications/prompts/list_changed");
+  if (removed) changes_.list_changed("notifications/prompts/list_changed");
   return removed;
 }
 
 void server_core::add_completer(std::string_view ref_type, std::string_view ref, std::string_view argument,
                                 completer_fn fn) {
   edit([&](catalog& c) { c.completers[completer_key(ref_type, ref, argument)] = std::move(fn); });
-}
-
-void server_core::on_roots_list_changed(std::function<void(const peer_info&)> handler) {
-  std::lock_guard lock(members_mutex_);
-  roots_handlers_.push_back(std::move(handler));
 }
 
 std::size_t server_core::tool_count() const { return view().tools.size(); }
@@ -289,64 +269,6 @@ boost::json::object server_core::capabilities(protocol_revision revision) const 
     }
   }
   return caps;
-}
-
-void server_core::attach(const std::shared_ptr<session>& s) {
-  std::lock_guard lock(members_mutex_);
-  if (sessions_.size() >= sweep_at_) {
-    std::erase_if(sessions_, [](const std::weak_ptr<session>& w) { return w.expired(); });
-    sweep_at_ = std::max<std::size_t>(64, 2 * sessions_.size());
-  }
-  sessions_.push_back(s);
-}
-
-void server_core::listen(const std::shared_ptr<change_listener>& l) {
-  std::lock_guard lock(members_mutex_);
-  std::erase_if(listeners_, [](const std::weak_ptr<change_listener>& w) { return w.expired(); });
-  listeners_.push_back(l);
-}
-
-server_core::audience server_core::audience_now() {
-  std::lock_guard lock(members_mutex_);
-  return {live_of(sessions_), live_of(listeners_)};
-}
-
-void server_core::notify_list_changed(std::string_view method) {
-  auto [live, listeners] = audience_now();
-  for (auto& l : listeners) l->list_changed(method);
-  // Posted, not called: a session belongs to its shard, and registration may come from
-  // any thread (or from inside a tool running on that very session).
-  for (auto& s : live) {
-    asio::post(s->executor(), [s, m = std::string(method)] { s->notify(m); });
-  }
-}
-
-void server_core::resource_updated(std::string_view uri) {
-  auto [live, listeners] = audience_now();
-  for (auto& l : listeners) l->resource_updated(uri);
-  std::string params = R"({"uri":)";
-  ir::append_json_string(params, uri);
-  params += '}';
-  for (auto& s : live) {
-    asio::post(s->executor(), [s, u = std::string(uri), params] {
-      if (s->is_subscribed(u)) s->notify("notifications/resources/updated", params);
-    });
-  }
-}
-
-void server_core::roots_list_changed(const peer_info& peer) const {
-  std::vector<std::function<void(const peer_info&)>> handlers;
-  {
-    std::lock_guard lock(members_mutex_);
-    handlers = roots_handlers_;
-  }
-  for (auto& h : handlers) {
-    try {
-      h(peer);
-    } catch (const std::exception& e) {
-      owner_.diagnose(diagnostic_level::error, "roots handler failed", {{"error", e.what()}});
-    }
-  }
 }
 
 }  // namespace droid::detail

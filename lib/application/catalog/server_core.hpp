@@ -4,7 +4,7 @@
 ///
 /// Application layer, internal. A tool author's `server` registers things and reports
 /// figures; sessions, runners and transports need more of it: lookups by name and by
-/// page, the sessions and listen streams to tell of a change, the capabilities and
+/// page, the audience to tell of a change (change_fanout.hpp), the capabilities and
 /// identity a client is sent, and the machinery that multi round-trip requests and tasks
 /// share across shards. That part lives here, reached with `detail::core(srv)`, so that
 /// `<droid/application/server/server.hpp>` stays what users call and the engine's
@@ -25,8 +25,9 @@
 
 #include <boost/json/object.hpp>
 
-#include <droid/application/server/hosting.hpp>
 #include <droid/application/server/server.hpp>
+
+#include "change_fanout.hpp"
 
 namespace droid {
 
@@ -36,10 +37,6 @@ namespace detail {
 
 class multi_round_context;
 class task_engine;
-
-/// Something to tell when what the server offers changes (declared with the transport-facing
-/// functions, since the scale-out module listens too).
-using change_listener = hosting::change_listener;
 
 /// Everything registered with one server, as a value that never changes once published.
 ///
@@ -94,7 +91,6 @@ class server_core {
   void add_prompt(std::shared_ptr<const prompt_entry> entry);
   bool remove_prompt(std::string_view name);
   void add_completer(std::string_view ref_type, std::string_view ref, std::string_view argument, completer_fn fn);
-  void on_roots_list_changed(std::function<void(const peer_info&)> handler);
 
   // ---- lookups (no lock) ------------------------------------------------------------
 
@@ -143,17 +139,8 @@ class server_core {
 
   // ---- who hears of changes -------------------------------------------------------------
 
-  /// Registers a live session for list_changed and resources/updated (held weakly).
-  void attach(const std::shared_ptr<session>& s);
-  /// Registers `l` for list_changed and resources/updated until it is destroyed (held
-  /// weakly: dropping the last reference unsubscribes).
-  void listen(const std::shared_ptr<change_listener>& l);
-  /// Tells every live session and listener that a list changed (`method`).
-  void notify_list_changed(std::string_view method);
-  /// Tells the sessions subscribed to `uri`, and every listener, that it changed.
-  void resource_updated(std::string_view uri);
-  /// Runs the roots handlers for `peer` (a client said its roots changed).
-  void roots_list_changed(const peer_info& peer) const;
+  /// The audience of this server's changes; registrations above tell it themselves.
+  [[nodiscard]] change_fanout& changes() const noexcept { return changes_; }
 
   // ---- engines shared by the server's shards ------------------------------------------
 
@@ -170,13 +157,6 @@ class server_core {
   /// Applies `change` to the writers' catalog under the writers' lock, then makes it the
   /// one the next `view()` on each thread publishes.
   void edit(const std::function<void(catalog&)>& change);
-  /// Who hears of a change: the live sessions and listeners, taken out from under
-  /// `members_mutex_` (so that telling them holds no lock) and the ended ones forgotten.
-  struct audience {
-    std::vector<std::shared_ptr<session>> sessions;
-    std::vector<std::shared_ptr<change_listener>> listeners;
-  };
-  [[nodiscard]] audience audience_now();
 
   const server& owner_;
   /// Tells this core's views apart from another server's in a thread's cache.
@@ -194,15 +174,9 @@ class server_core {
   mutable std::shared_ptr<const catalog> published_;
   mutable std::uint64_t published_version_ = 0;
 
-  /// Guards the lists below, which change with sessions, not with registrations.
-  mutable std::mutex members_mutex_;
-  std::vector<std::weak_ptr<session>> sessions_;
-  /// `sessions_` is swept of ended sessions when it reaches this size, which is then set
-  /// to twice the live count: attaching stays O(1) amortised however many sessions live
-  /// (stateless HTTP attaches one per request).
-  std::size_t sweep_at_ = 64;
-  std::vector<std::weak_ptr<change_listener>> listeners_;
-  std::vector<std::function<void(const peer_info&)>> roots_handlers_;
+  /// Mutable: telling of a change is not a change of the catalog, and lookups hand out
+  /// a const core.
+  mutable change_fanout changes_;
 };
 
 }  // namespace detail

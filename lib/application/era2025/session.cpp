@@ -90,7 +90,7 @@ std::shared_ptr<session> session::create(server& srv, asio::any_io_executor exec
                                          std::string principal) {
   std::shared_ptr<session> s(new session(std::make_unique<impl>(srv, std::move(executor), std::move(out))));
   s->impl_->peer.principal = std::move(principal);
-  detail::core(srv).attach(s);
+  detail::core(srv).changes().attach(s);
   return s;
 }
 
@@ -270,7 +270,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     const std::string& m = msg.method();
     if (m == "notifications/initialized") return;
     if (m == "notifications/roots/list_changed") {
-      if (s.initialized) detail::core(s.srv).roots_list_changed(s.peer);
+      if (s.initialized) detail::core(s.srv).changes().roots_list_changed(s.peer);
       return;
     }
     if (m == "notifications/cancelled") {

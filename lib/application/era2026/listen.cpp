@@ -115,7 +115,7 @@ task<reply> run_listen(server& srv, std::shared_ptr<subscription> sub, request_c
   channel.notify("notifications/subscriptions/acknowledged", std::move(ack_params));
   channel.answer_when_ended();
   sub->attach(&channel);
-  detail::core(srv).listen(sub);
+  detail::core(srv).changes().listen(sub);
   co_await stop_awaiter(std::move(stop));
   sub->attach(nullptr);
   // Sent when the server ends the listen on its own (shutdown, end of input): a cancelled
