@@ -288,10 +288,10 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   runner_call& record = slot->second;
   record.key_in_table = &slot->first;
   if (plan) {
-    record.rounds = true;
-    record.binding = plan->binding;
-    record.round = plan->round;
-    record.remembered = std::move(plan->memory);
+    record.round_side.rounds = true;
+    record.round_side.binding = plan->binding;
+    record.round_side.round = plan->round;
+    record.round_side.remembered = std::move(plan->memory);
   }
   const ir::request_id& node_key = slot->first;
   if (own_peer) {
@@ -351,7 +351,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
           // Out of the table first (as before any answer), but kept alive until the
           // answer is sent: the node holds the id and peer the answer needs. A frame
           // kept for a retry that never came ends in the kept table.
-          auto entry = rec->kept  ? st.kept.extract(*key_in_node)
+          auto entry = rec->round_side.kept  ? st.kept.extract(*key_in_node)
                        : rec->task ? st.tasks.extract(*key_in_node)
                                    : st.in_flight.extract(*key_in_node);
           runner_call& c = entry.mapped();

@@ -166,6 +166,27 @@ struct round_questions final : question_carrier {
   std::optional<exchange_result> withdraw(std::int64_t id) override;
   bool answered_by_id() const noexcept override { return false; }
   runner_call& call;
+
+  // The round's state: here, beside the carrier that uses it, rather than in the request
+  // record every era shares (a 2025 request and a task never touch it). Held in place,
+  // not behind a pointer: a 2026 request allocates nothing more for it.
+  /// This request may answer `input_required` (a 2026 request of one of those methods).
+  bool rounds = false;
+  /// In the kept table, waiting for the retry (no stream: the round was answered).
+  bool kept = false;
+  /// An `input_required` answer is posted (questions asked in one go travel together).
+  bool flush_posted = false;
+  /// Questions this execution asked, for default keys.
+  std::uint32_t ordinal = 0;
+  /// Rounds answered so far (a replay continues its state's count).
+  std::uint32_t round = 0;
+  /// The kept frame's name, minted when the first round is answered.
+  std::uint64_t frame = 0;
+  std::uint64_t binding = 0;
+  std::vector<detail::pending_question> pending;
+  std::unique_ptr<detail::round_memory> remembered;
+  /// Lets a kept frame go when its time to live passes.
+  std::optional<asio::steady_timer> expiry;
 };
 
 }  // namespace detail
@@ -241,25 +262,6 @@ struct runner_call final : detail::request_channel {
   /// The key of this record in its table (in the node itself, so it stays valid while
   /// the record lives, whichever table holds it and whatever it is keyed by).
   const ir::request_id* key_in_table = nullptr;
-
-  // ---- 2026-07-28 rounds (tools/call, prompts/get, resources/read) --------------------
-  /// This request may answer `input_required` (a 2026 request of one of those methods).
-  bool rounds = false;
-  /// In the kept table, waiting for the retry (no stream: the round was answered).
-  bool kept = false;
-  /// An `input_required` answer is posted (questions asked in one go travel together).
-  bool flush_posted = false;
-  /// Questions this execution asked, for default keys.
-  std::uint32_t ordinal = 0;
-  /// Rounds answered so far (a replay continues its state's count).
-  std::uint32_t round = 0;
-  /// The kept frame's name, minted when the first round is answered.
-  std::uint64_t frame = 0;
-  std::uint64_t binding = 0;
-  std::vector<detail::pending_question> pending;
-  std::unique_ptr<detail::round_memory> remembered;
-  /// Lets a kept frame go when its time to live passes.
-  std::optional<asio::steady_timer> expiry;
 
   // ---- tasks (tasks/running_task.cpp) ----------------------------------------------
   /// Whether this `tools/call` may become a task (filled by the dispatcher).

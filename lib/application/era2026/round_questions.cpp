@@ -66,8 +66,8 @@ ir::request_id frame_key(std::uint64_t frame) { return ir::request_id(static_cas
 /// older round's state back replays from before side effects the frame has since done;
 /// while the frame is at hand, its record says they happened.
 void inherit_onces(detail::round_memory& into, const runner_call& frame) {
-  if (!frame.remembered) return;
-  for (const auto& once : frame.remembered->onces) {
+  if (!frame.round_side.remembered) return;
+  for (const auto& once : frame.round_side.remembered->onces) {
     const bool known =
         std::any_of(into.onces.begin(), into.onces.end(), [&](const auto& o) { return o.first == once.first; });
     if (!known) into.onces.push_back(once);
@@ -77,15 +77,15 @@ void inherit_onces(detail::round_memory& into, const runner_call& frame) {
 }  // namespace
 
 detail::round_memory& runner_call::memory() {
-  if (!remembered) remembered = std::make_unique<detail::round_memory>();
-  return *remembered;
+  if (!round_side.remembered) round_side.remembered = std::make_unique<detail::round_memory>();
+  return *round_side.remembered;
 }
 
 std::optional<exchange_result> detail::round_questions::settle(std::string_view method, std::string_view params_json,
                                                                std::string& key) {
   const peer_info& peer = *call.peer;
   if (call.state.closed) return refusal(errc::session_ended, "the session ended before the peer answered");
-  if (!call.rounds)
+  if (!rounds)
     return refusal(errc::exchange_refused, "this request cannot ask the client anything: in MCP " +
                                                peer.protocol_version +
                                                " only tools/call, prompts/get and resources/read may answer "
@@ -94,14 +94,14 @@ std::optional<exchange_result> detail::round_questions::settle(std::string_view 
     return refusal(errc::exchange_refused, "the client did not declare the `" + std::string(cap) + "` capability " +
                                                std::string(where_declared(peer)) + ", so it cannot be asked " +
                                                std::string(method));
-  ++call.ordinal;
-  if (key.empty()) key = default_question_key(method, call.ordinal);
-  for (const pending_question& q : call.pending)
+  ++ordinal;
+  if (key.empty()) key = default_question_key(method, ordinal);
+  for (const pending_question& q : pending)
     if (q.key == key)
       return refusal(errc::exchange_refused,
                      "two questions of this request are named `" + key + "` at once: a key names one question of a request");
-  if (!call.remembered) return std::nullopt;
-  round_memory& m = *call.remembered;
+  if (!remembered) return std::nullopt;
+  round_memory& m = *remembered;
   const std::uint64_t hash = question_hash(method, params_json);
   // Answered in an earlier round (a replay): the same answer, without asking again.
   if (auto it = m.recorded.find(key); it != m.recorded.end() && it->second.hash == hash) {
@@ -129,34 +129,34 @@ std::optional<exchange_result> detail::round_questions::settle(std::string_view 
 }
 
 void detail::round_questions::ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) {
-  call.pending.push_back(pending_question{std::move(key), method, params, question_hash(method, params), id});
+  pending.push_back(pending_question{std::move(key), method, params, question_hash(method, params), id});
   call.schedule_flush();
 }
 
 void runner_call::schedule_flush() {
-  if (flush_posted) return;
-  flush_posted = true;
+  if (round_side.flush_posted) return;
+  round_side.flush_posted = true;
   asio::post(state.executor,
              [self = owner.shared_from_this(), k = *key_in_table, rec = this] { self->impl_->flush(k, rec); });
 }
 
 std::optional<exchange_result> detail::round_questions::withdraw(std::int64_t id) {
-  auto it = std::find_if(call.pending.begin(), call.pending.end(), [&](const pending_question& q) { return q.id == id; });
-  if (it == call.pending.end()) return std::nullopt;
-  call.pending.erase(it);
+  auto it = std::find_if(pending.begin(), pending.end(), [&](const pending_question& q) { return q.id == id; });
+  if (it == pending.end()) return std::nullopt;
+  pending.erase(it);
   return refusal(errc::cancelled, "the request was cancelled before the client answered");
 }
 
 const boost::json::value* runner_call::recorded_once(std::string_view key) {
-  if (!remembered) return nullptr;
-  for (const auto& [k, v] : remembered->onces)
+  if (!round_side.remembered) return nullptr;
+  for (const auto& [k, v] : round_side.remembered->onces)
     if (k == key) return &v;
   return nullptr;
 }
 
 void runner_call::record_once(std::string_view key, const boost::json::value& value) {
   // Recorded only where a replay could repeat it: a 2025 session has no replay.
-  if (!rounds) return;
+  if (!round_side.rounds) return;
   memory().onces.emplace_back(std::string(key), value);
 }
 
@@ -250,7 +250,7 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
       if (std::shared_ptr<request_runner> holder = rounds.claim(st.frame)) {
         if (holder.get() == &self) {
           auto it = kept.find(frame_key(st.frame));
-          if (it != kept.end() && it->second.round == st.round && !it->second.cancelled) {
+          if (it != kept.end() && it->second.round_side.round == st.round && !it->second.cancelled) {
             memory->input = std::move(input);
             plan.memory = std::move(memory);
             plan.resume = kept.extract(it);
@@ -284,9 +284,9 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
                                   std::shared_ptr<outbound> stream, bool finish_stream, peer_info&& peer,
                                   detail::round_memory& retry) {
   runner_call& c = node.mapped();
-  if (c.expiry) c.expiry->cancel();
+  if (c.round_side.expiry) c.round_side.expiry->cancel();
   // The frame now serves the retry: its id, stream and view of the client.
-  c.kept = false;
+  c.round_side.kept = false;
   node.key() = std::move(key);
   c.id = id;
   c.stream = std::move(stream);
@@ -300,7 +300,7 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
   // Every answer is checked before any is given: the tool never sees one that does not
   // fit, and the frame waits on for a retry that fixes it.
   std::vector<std::pair<std::int64_t, const boost::json::value*>> answers;
-  for (const detail::pending_question& q : rec.pending) {
+  for (const detail::pending_question& q : rec.round_side.pending) {
     const boost::json::value* given = retry.input.response(q.key);
     if (!given) continue;
     if (q.method == "elicitation/create") {
@@ -319,7 +319,7 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
   }
   detail::round_memory& m = rec.memory();
   for (const auto& [question, given] : answers)
-    for (const detail::pending_question& q : rec.pending)
+    for (const detail::pending_question& q : rec.round_side.pending)
       if (q.id == question) m.answers.push_back(detail::recorded_answer{q.key, q.hash, *given});
 
   auto keep_alive = self.shared_from_this();
@@ -330,18 +330,18 @@ void request_runner::impl::resume(request_runner& self, table::node_type node, i
     const std::int64_t question = answer.first;
     auto it = in_flight.find(here);
     if (it == in_flight.end() || &it->second != &rec) return;
-    auto q = std::find_if(rec.pending.begin(), rec.pending.end(),
+    auto q = std::find_if(rec.round_side.pending.begin(), rec.round_side.pending.end(),
                           [&](const detail::pending_question& p) { return p.id == question; });
-    if (q == rec.pending.end()) continue;
-    rec.pending.erase(q);
+    if (q == rec.round_side.pending.end()) continue;
+    rec.round_side.pending.erase(q);
     exchanges.resume(question, exchange_result(*answer.second));
   }
   auto it = in_flight.find(here);
   if (it == in_flight.end() || &it->second != &rec) return;
   // Questions the retry did not answer are asked again (the client may answer what it
   // can and retry; MCP: re-request, do not fail).
-  if (!rec.pending.empty() && !rec.flush_posted) {
-    rec.flush_posted = true;
+  if (!rec.round_side.pending.empty() && !rec.round_side.flush_posted) {
+    rec.round_side.flush_posted = true;
     asio::post(executor, [self = self.shared_from_this(), here, r = &rec] { self->impl_->flush(here, r); });
   }
 }
@@ -394,7 +394,7 @@ void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t fr
   auto keep_alive = self.shared_from_this();
   const auto serve = [&](const ir::json_node* params) {
     auto it = kept.find(frame_key(frame));
-    if (!closed && it != kept.end() && it->second.round == round && !it->second.cancelled &&
+    if (!closed && it != kept.end() && it->second.round_side.round == round && !it->second.cancelled &&
         !in_flight.contains(key)) {
       table::node_type node = kept.extract(it);
       // The retry is a request of its own to the observer, here as on the shard it reached.
@@ -428,9 +428,9 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
   auto it = in_flight.find(key);
   if (it == in_flight.end() || &it->second != expected) return;
   runner_call& c = it->second;
-  if (!c.flush_posted) return;
-  c.flush_posted = false;
-  if (c.cancelled || closed || c.pending.empty()) return;
+  if (!c.round_side.flush_posted) return;
+  c.round_side.flush_posted = false;
+  if (c.cancelled || closed || c.round_side.pending.empty()) return;
   const server_options::multi_round_options& o = rounds.options();
   // Ends the request with an error instead of a round, and lets its frame go.
   const auto fail = [&](ir::errc code, std::string text) {
@@ -446,26 +446,26 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
     fail(ir::errc::invalid_params, std::move(m.input_error));
     return;
   }
-  if (c.round >= o.max_rounds) {
-    fail(ir::errc::invalid_params, "Invalid params: the request took " + std::to_string(c.round) +
+  if (c.round_side.round >= o.max_rounds) {
+    fail(ir::errc::invalid_params, "Invalid params: the request took " + std::to_string(c.round_side.round) +
                                        " rounds of input_required without completing (at most " +
                                        std::to_string(o.max_rounds) + ", server_options::multi_round.max_rounds)");
     return;
   }
-  ++c.round;
+  ++c.round_side.round;
   const bool keeping = o.max_kept_frames > 0;
-  if (keeping && c.frame == 0) c.frame = rounds.mint_frame();
+  if (keeping && c.round_side.frame == 0) c.round_side.frame = rounds.mint_frame();
 
   detail::round_state st;
   st.expires_ms = now_ms() + o.state_ttl.count();
-  st.binding = c.binding;
+  st.binding = c.round_side.binding;
   st.principal = detail::stable_hash(c.peer->principal);
   st.instance = rounds.instance();
-  st.frame = keeping ? c.frame : 0;
-  st.round = c.round;
+  st.frame = keeping ? c.round_side.frame : 0;
+  st.round = c.round_side.round;
   st.answers = m.answers;
   st.onces = m.onces;
-  for (const detail::pending_question& q : c.pending) st.asked.emplace_back(q.key, q.hash);
+  for (const detail::pending_question& q : c.round_side.pending) st.asked.emplace_back(q.key, q.hash);
   std::string token = rounds.sealer().seal(detail::encode_state(st));
   if (token.size() > o.max_state_bytes) {
     // Without its transcript the state still names the frame; only a replay needs it.
@@ -484,7 +484,7 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
   ir::append_result_head(buf, c.id);
   buf += R"({"resultType":"input_required","inputRequests":{)";
   bool first = true;
-  for (const detail::pending_question& q : c.pending) {
+  for (const detail::pending_question& q : c.round_side.pending) {
     if (!first) buf += ',';
     first = false;
     ir::append_json_string(buf, q.key);
@@ -519,20 +519,20 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
 
 void request_runner::impl::keep(table::node_type node) {
   runner_call& c = node.mapped();
-  c.kept = true;
-  const std::uint64_t frame = c.frame;
-  const std::uint32_t round = c.round;
+  c.round_side.kept = true;
+  const std::uint64_t frame = c.round_side.frame;
+  const std::uint32_t round = c.round_side.round;
   node.key() = frame_key(frame);
   kept.insert(std::move(node));
-  c.expiry.emplace(executor, rounds.options().frame_ttl);
-  c.expiry->async_wait([weak = c.owner.weak_from_this(), frame, round](const std::error_code& ec) {
+  c.round_side.expiry.emplace(executor, rounds.options().frame_ttl);
+  c.round_side.expiry->async_wait([weak = c.owner.weak_from_this(), frame, round](const std::error_code& ec) {
     if (ec) return;
     const std::shared_ptr<request_runner> self = weak.lock();
     if (!self) return;
     impl& st = *self->impl_;
     auto it = st.kept.find(frame_key(frame));
     // A retry claimed the frame (and maybe kept it again, a round later) meanwhile.
-    if (it == st.kept.end() || it->second.round != round) return;
+    if (it == st.kept.end() || it->second.round_side.round != round) return;
     if (st.rounds.forget(frame)) st.let_go(frame);
   });
   for (detail::multi_round_context::eviction& e : rounds.keep(frame, c.owner.weak_from_this())) {
@@ -546,7 +546,7 @@ void request_runner::impl::let_go(std::uint64_t frame) {
   if (it == kept.end() || it->second.cancelled) return;
   runner_call& c = it->second;
   c.cancelled = true;
-  if (c.expiry) c.expiry->cancel();
+  if (c.round_side.expiry) c.round_side.expiry->cancel();
   // Its questions resume as cancelled; the tool unwinds and its completion frees the
   // node (nothing is sent: the round was answered already).
   std::stop_source stop = c.stop;
@@ -555,7 +555,7 @@ void request_runner::impl::let_go(std::uint64_t frame) {
 
 void request_runner::impl::let_go_all() {
   std::vector<std::uint64_t> frames;
-  for (auto& [key, c] : kept) frames.push_back(c.frame);
+  for (auto& [key, c] : kept) frames.push_back(c.round_side.frame);
   for (const std::uint64_t frame : frames) {
     (void)rounds.forget(frame);
     let_go(frame);

@@ -98,7 +98,8 @@ std::string request_runner::impl::task_owner(const peer_info& peer) const {
 bool runner_call::become_task(task_refusal& refusal) {
   // A request with a question outstanding, or one kept for a retry, is in the middle of
   // something else; one that was cancelled has nobody to answer.
-  if (task || !offer.allowed || cancelled || state.closed || kept || !pending.empty()) return false;
+  if (task || !offer.allowed || cancelled || state.closed) return false;
+  if (round_side.kept || !round_side.pending.empty()) return false;
   if (own_peer && !own_peer->is_modern()) {
     // A 2025 request with a view of the client of its own has no session (stateless
     // HTTP): nothing would own the task, and the next request could not find it.
