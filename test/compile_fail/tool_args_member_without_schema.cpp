@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // Described tool arguments with a member whose type has no JSON Schema (a raw pointer).
-// droid-expect-error: droid: no JSON Schema for this type
+// droid-expect-error: droid: a tool's argument struct has a member with no JSON form
 #include <boost/describe/class.hpp>
 
 #include <droid/application/server/server.hpp>

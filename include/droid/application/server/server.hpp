@@ -371,7 +371,13 @@ class server {
                       detail::described_struct<value>,
                   "droid: a tool returns task<tool_result>, task<std::string> or task<S> for a described struct S");
     if constexpr (detail::described_struct<value>) {
-      if (!info.output_schema) info.output_schema = schema_of<value>();
+      static_assert(detail::json_able<value>(),
+                    "droid: a tool's result struct has a member with no JSON form; members may be bool, integers, "
+                    "floating point, std::string, described enums and structs, std::optional, std::vector, "
+                    "std::map<std::string, T> or boost::json::value");
+      if constexpr (detail::json_able<value>()) {
+        if (!info.output_schema) info.output_schema = schema_of<value>();
+      }
     }
 
     auto entry = std::make_shared<detail::tool_entry>();
@@ -385,9 +391,15 @@ class server {
                     "droid: tool arguments must be a Boost.Describe'd struct (BOOST_DESCRIBE_STRUCT) or "
                     "boost::json::object");
       if constexpr (detail::described_struct<A>) {
-        // Even with a schema given: the decoder enforces the hints' constraints.
-        detail::check_arguments<A>();
-        if (!info.input_schema) info.input_schema = schema_of<A>();
+        static_assert(detail::json_able<A>(),
+                      "droid: a tool's argument struct has a member with no JSON form; members may be bool, integers, "
+                      "floating point, std::string, described enums and structs, std::optional, std::vector, "
+                      "std::map<std::string, T> or boost::json::value");
+        if constexpr (detail::json_able<A>()) {
+          // Even with a schema given: the decoder enforces the hints' constraints.
+          detail::check_arguments<A>();
+          if (!info.input_schema) info.input_schema = schema_of<A>();
+        }
       }
       entry->invoke = [shared_handler](tool_context& ctx, const ir::json_node* node) -> task<tool_result> {
         A a{};

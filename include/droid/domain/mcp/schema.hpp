@@ -187,6 +187,43 @@ const field_hint* find_hint(std::string_view name) {
 template <class T>
 using public_members = boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>;
 
+/// True when `T` has a JSON form, all the way down: what `to_json_value`, `schema_of` and
+/// `decode` accept. Why a trait of its own: registration asserts it first, so that a
+/// struct with one unsupported member is refused with one sentence naming the role of
+/// the struct (a tool's arguments, its result), not with an error from deep inside the
+/// encoder.
+template <class T>
+constexpr bool json_able();
+
+template <class P>
+struct member_type_of;
+template <class M, class C>
+struct member_type_of<M C::*> {
+  using type = M;
+};
+/// `json_able` for a Boost.Describe member descriptor `D`.
+struct member_json_able_q {
+  template <class D>
+  using fn = std::bool_constant<
+      json_able<std::remove_cv_t<typename member_type_of<std::remove_cv_t<decltype(D::pointer)>>::type>>()>;
+};
+
+template <class T>
+constexpr bool json_able() {
+  if constexpr (std::is_same_v<T, bool> || integer<T> || std::is_floating_point_v<T> ||
+                std::is_same_v<T, std::string> || std::is_same_v<T, boost::json::value> || described_enum<T>) {
+    return true;
+  } else if constexpr (is_optional<T>::value || is_vector<T>::value) {
+    return json_able<typename T::value_type>();
+  } else if constexpr (is_string_map<T>::value) {
+    return json_able<typename T::mapped_type>();
+  } else if constexpr (described_struct<T>) {
+    return boost::mp11::mp_all_of_q<public_members<T>, member_json_able_q>::value;
+  } else {
+    return false;
+  }
+}
+
 }  // namespace detail
 
 // ---- encoding ----------------------------------------------------------------------------
