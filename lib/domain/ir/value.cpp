@@ -39,12 +39,6 @@ void fill(const json_node& n, boost::json::value& out) {
 
 }  // namespace
 
-boost::json::value to_value(const json_node& node) {
-  boost::json::value out;
-  fill(node, out);
-  return out;
-}
-
 bool parse_exact(std::string_view text, boost::json::value& out) {
   const std::error_code ec = visit_json(text, [&](const json_node& n) { fill(n, out); });
   return !ec;

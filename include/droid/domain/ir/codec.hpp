@@ -21,8 +21,6 @@
 
 namespace droid::ir {
 
-class json_node;
-
 /// The deepest nesting the decoder accepts; deeper input is a parse error.
 ///
 /// Why a bound: our own walkers recurse, and a peer sending 100,000 `[` must get -32700,
@@ -99,7 +97,5 @@ void append_json(std::string& out, const boost::json::object& o);
 /// back, or a tool's params re-serialised with trace context, changed its numbers (found
 /// by the sealed_state fuzzer). This goes through the same parser as every message.
 [[nodiscard]] bool parse_exact(std::string_view text, boost::json::value& out);
-/// `node` as a `boost::json::value`, numbers as the parser read them.
-[[nodiscard]] boost::json::value to_value(const json_node& node);
 
 }  // namespace droid::ir
