@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// Fuzz harness: MCP 2026-07-28's routing headers (`Mcp-Method`, `Mcp-Name`,
-/// `Mcp-Param-*`: lib/adapters/primary/transport/http/routing_headers.hpp), the header
+/// `Mcp-Param-*`: lib/adapters/primary/transport/http/access/routing_headers.hpp), the header
 /// value encoding beside them, and the `x-mcp-header` reader of tool schemas
 /// (include/droid/domain/mcp/mcp_header.hpp).
 ///
@@ -39,7 +39,7 @@
 #include <droid/domain/mcp/mcp_header.hpp>
 
 #include "adapters/primary/transport/http/wire/request_parser.hpp"
-#include "adapters/primary/transport/http/routing_headers.hpp"
+#include "adapters/primary/transport/http/access/routing_headers.hpp"
 #include "fuzz_support.hpp"
 
 namespace fuzz_routing {

@@ -9,8 +9,6 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "application/era2026/multi_round.hpp"
-#include "application/tasks/task_engine.hpp"
 
 namespace droid::detail {
 
@@ -63,11 +61,12 @@ std::string completer_key(std::string_view type, std::string_view ref, std::stri
 
 }  // namespace
 
-server_core::server_core(const server& owner)
+server_core::server_core(const server& owner, std::shared_ptr<multi_round_context> multi_round,
+                         std::shared_ptr<task_engine> tasks)
     : owner_(owner),
       id_(next_core_id.fetch_add(1, std::memory_order_relaxed)),
-      multi_round_(std::make_unique<multi_round_context>(owner.options().multi_round)),
-      tasks_(std::make_unique<task_engine>(owner.options().tasks)),
+      multi_round_(std::move(multi_round)),
+      tasks_(std::move(tasks)),
       changes_(owner) {
   modern_result_members_ = R"("resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":)";
   ir::append_json(modern_result_members_, identity(protocol_revision::v2026_07_28));

@@ -74,7 +74,11 @@ struct catalog {
 /// own mutexes. Lifetime: owned by the `server`, so it outlives every session.
 class server_core {
  public:
-  explicit server_core(const server& owner);
+  /// `multi_round` and `tasks` are the engines the server's shards share, made by the
+  /// composition root (lib/application/server.cpp). Why handed in: the catalog then
+  /// needs neither engine's definition, and holds them for whoever serves the server.
+  server_core(const server& owner, std::shared_ptr<multi_round_context> multi_round,
+              std::shared_ptr<task_engine> tasks);
   ~server_core();
   server_core(const server_core&) = delete;
   server_core& operator=(const server_core&) = delete;
@@ -162,8 +166,10 @@ class server_core {
   /// Tells this core's views apart from another server's in a thread's cache.
   const std::uint64_t id_;
   std::string modern_result_members_;
-  std::unique_ptr<multi_round_context> multi_round_;
-  std::unique_ptr<task_engine> tasks_;
+  // Shared pointers for their type-erased deleters: the catalog destroys engines whose
+  // types it never sees.
+  std::shared_ptr<multi_round_context> multi_round_;
+  std::shared_ptr<task_engine> tasks_;
 
   /// Guards `draft_`, `published_` and `published_version_`.
   mutable std::mutex catalog_mutex_;

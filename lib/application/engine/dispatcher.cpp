@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// Method handlers: ping, discovery, tools, resources, prompts, completion, listen.
+/// Method handlers: ping, discovery, tools, resources, prompts, completion; the methods
+/// of other modules through their table (module_method).
 #include "dispatcher.hpp"
 
 #include <exception>
@@ -12,12 +13,22 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
-#include "application/era2026/listen.hpp"
-#include "application/era2026/multi_round.hpp"
 #include "application/catalog/server_core.hpp"
-#include "application/tasks/task_engine.hpp"
 
 namespace droid::detail {
+
+std::optional<ir::request_id> progress_token(const ir::json_node& token) {
+  if (token.kind() == ir::json_node::type::integer) return ir::request_id(token.integer());
+  if (token.kind() == ir::json_node::type::string) return ir::request_id(std::string(token.string()));
+  return std::nullopt;
+}
+
+std::optional<ir::request_id> progress_token_of(const ir::json_node* params) {
+  ir::json_node meta, token;
+  if (!params || !params->find("_meta", meta) || !meta.find("progressToken", token)) return std::nullopt;
+  return progress_token(token);
+}
+
 namespace {
 
 constexpr std::string_view cursor_prefix = "dc1.";
@@ -155,7 +166,6 @@ namespace {
 enum class method_kind : std::uint8_t {
   ping,
   server_discover,
-  subscriptions_listen,
   tools_list,
   tools_call,
   resources_list,
@@ -184,7 +194,6 @@ method_kind kind_of(std::string_view method) noexcept {
   if (method == "prompts/get") return method_kind::prompts_get;
   if (method == "completion/complete") return method_kind::completion_complete;
   if (method == "server/discover") return method_kind::server_discover;
-  if (method == "subscriptions/listen") return method_kind::subscriptions_listen;
   if (method.starts_with("tasks/")) {
     if (method == "tasks/get") return method_kind::tasks_get;
     if (method == "tasks/cancel") return method_kind::tasks_cancel;
@@ -195,8 +204,16 @@ method_kind kind_of(std::string_view method) noexcept {
   return method_kind::unknown;
 }
 
-/// Whether `srv` serves a method of `kind` to a client of `revision`.
-bool is_served(const server& srv, method_kind kind, protocol_revision revision) {
+/// The module method named `method`, or null. A walk of a few entries, taken only for a
+/// name the switch above does not know.
+const module_method* module_method_of(std::string_view method) noexcept {
+  for (const module_method& m : module_methods())
+    if (m.name == method) return &m;
+  return nullptr;
+}
+
+/// Whether `srv` serves `method` (of `kind`) to a client of `revision`.
+bool is_served(const server& srv, method_kind kind, std::string_view method, protocol_revision revision) {
   switch (kind) {
     case method_kind::resources_list:
     case method_kind::resource_templates_list:
@@ -204,10 +221,9 @@ bool is_served(const server& srv, method_kind kind, protocol_revision revision) 
     case method_kind::prompts_list:
     case method_kind::prompts_get: return srv.prompt_count() > 0;
     case method_kind::completion_complete: return srv.has_completers();
-    // 2026-07-28 removed ping; discovery and listen streams exist only there.
+    // 2026-07-28 removed ping; discovery exists only there.
     case method_kind::ping: return !is_modern(revision);
-    case method_kind::server_discover:
-    case method_kind::subscriptions_listen: return is_modern(revision);
+    case method_kind::server_discover: return is_modern(revision);
     // 2025-11-25 has tasks in the core protocol, with `tasks/result` and `tasks/list`;
     // the 2026-07-28 extension removed those two and added `tasks/update`.
     case method_kind::tasks_get:
@@ -216,7 +232,10 @@ bool is_served(const server& srv, method_kind kind, protocol_revision revision) 
     case method_kind::tasks_result:
     case method_kind::tasks_list: return has(revision, wire_feature::core_tasks) && detail::core(srv).serves_tasks();
     case method_kind::tasks_update: return is_modern(revision) && detail::core(srv).serves_tasks();
-    case method_kind::unknown: return false;
+    case method_kind::unknown: {
+      const module_method* m = module_method_of(method);
+      return m && m->exists(srv, revision);
+    }
     default: return true;
   }
 }
@@ -232,7 +251,7 @@ void append_cache_hint(std::string& out, const peer_info& peer, const cache_hint
 }  // namespace
 
 bool dispatcher::serves(const server& srv, std::string_view method, protocol_revision revision) {
-  return is_served(srv, kind_of(method), revision);
+  return is_served(srv, kind_of(method), method, revision);
 }
 
 bool dispatcher::is_task_method(std::string_view method) noexcept {
@@ -249,7 +268,7 @@ bool dispatcher::is_task_method(std::string_view method) noexcept {
 std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, const ir::json_node* params,
                                                       request_scope scope) {
   const method_kind kind = kind_of(method);
-  if (!is_served(server_, kind, scope.peer.revision))
+  if (!is_served(server_, kind, method, scope.peer.revision))
     return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
   // MCP params are objects; an array or a scalar on a known method is invalid params
   // (docs/reliability.md, 2.12), while an absent or null `params` means "no parameters".
@@ -259,8 +278,6 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, c
   switch (kind) {
     case method_kind::ping: return reply::ok("{}");
     case method_kind::server_discover: return discover(scope);
-    case method_kind::subscriptions_listen:
-      return listen(server_, params, scope.channel, scope.id, std::move(scope.stop), scope.executor);
     case method_kind::tools_list: return list_tools(params, scope);
     case method_kind::tools_call: return call_tool(params, scope);
     case method_kind::resources_list: return list_resources(params, false, scope);
@@ -275,8 +292,10 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, c
     case method_kind::tasks_cancel:
     case method_kind::tasks_update:
     case method_kind::tasks_result:
-    case method_kind::tasks_list:
-    case method_kind::unknown: break;
+    case method_kind::tasks_list: break;
+    case method_kind::unknown:
+      if (const module_method* m = module_method_of(method)) return m->serve(server_, params, scope);
+      break;
   }
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
 }

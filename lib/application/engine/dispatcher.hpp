@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -162,6 +163,28 @@ class dispatcher {
 
   server& server_;
 };
+
+/// A method that another module of the application serves through the dispatcher
+/// (2026-07-28's `subscriptions/listen`).
+///
+/// Why a table: the dispatcher routes every method, but the engine must not know the
+/// eras and tasks that extend it (docs/architecture.md, rule 11). A module's method is
+/// an entry the composition root lists (lib/application/module_methods.cpp), not a case
+/// here; a new module adds an entry and the engine does not change.
+struct module_method {
+  std::string_view name;
+  /// Whether `srv` serves the method to a client of `revision` now.
+  bool (*exists)(const server& srv, protocol_revision revision);
+  /// Serves it: `params` is an object or null (the dispatcher checked it).
+  std::variant<reply, task<reply>> (*serve)(server& srv, const ir::json_node* params, request_scope& scope);
+};
+/// Every module method (lib/application/module_methods.cpp).
+[[nodiscard]] std::span<const module_method> module_methods() noexcept;
+
+/// The id a `progressToken` value names (an integer or a string), or nothing.
+[[nodiscard]] std::optional<ir::request_id> progress_token(const ir::json_node& token);
+/// The `progressToken` in a request's `_meta`, if it has one.
+[[nodiscard]] std::optional<ir::request_id> progress_token_of(const ir::json_node* params);
 
 /// Opaque pagination cursors: `next` names where the next page starts. Why opaque: MCP
 /// says clients must not parse cursors, and an encoding we own lets us change paging

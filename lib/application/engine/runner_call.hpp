@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The request runner's records: one `runner_call` per request being served (or frame
-/// kept for a 2026-07-28 retry), the carriers of its questions, and the runner's state
-/// around them.
+/// kept for a 2026-07-28 retry), the carrier of a 2025 request's questions, and the
+/// runner's state around them.
 ///
 /// Application layer, private. Shared by the files that make up the runner, one per
 /// concern: engine/request_runner.cpp (admission, spawning, cancellation, a 2025
@@ -11,6 +11,11 @@
 /// tasks/running_task.cpp (a request that becomes a task, and the tasks/* methods). Why
 /// split: each is a concern of its own (state, sealing, second tables, timers) that a
 /// reader of admission should not wade through.
+///
+/// The one file of the engine that names the eras and tasks (docs/architecture.md, rule
+/// 11): the record holds each kind of question carrier in place, defined in its module
+/// (era2026/round_questions.hpp, tasks/running_task.hpp), so that a request allocates
+/// nothing for the carrier its era needs.
 #pragma once
 
 #include <chrono>
@@ -40,7 +45,8 @@
 
 #include "exchange_table.hpp"
 #include "dispatcher.hpp"
-#include "application/era2026/multi_round.hpp"
+#include "application/era2026/round_questions.hpp"
+#include "application/tasks/running_task.hpp"
 #include "application/observe/observation.hpp"
 #include "application/catalog/server_core.hpp"
 
@@ -66,86 +72,6 @@ struct context_rebind {
   }
 };
 
-/// A question a 2026-07-28 tool asked and waits on: what goes into `inputRequests`
-/// (its waiter is in the exchange table). `method` and `params` point into the awaiter,
-/// which lives as long as the question does.
-struct pending_question {
-  std::string key;
-  std::string_view method;
-  std::string_view params;
-  std::uint64_t hash = 0;
-  std::int64_t id = 0;
-};
-
-/// What a 2026-07-28 request remembers across rounds. Allocated the first time the
-/// request asks (or a retry brings state), so a request that asks nothing pays nothing.
-struct round_memory {
-  /// The answers this execution used, in order: the transcript the next state carries.
-  std::vector<recorded_answer> answers;
-  /// What `once` recorded (carried from the state, then added to).
-  std::vector<std::pair<std::string, boost::json::value>> onces;
-  /// A replay's book: the state's answers by key, to answer re-asked questions at once.
-  std::unordered_map<std::string, recorded_answer> recorded;
-  /// The state's outstanding questions by key: an `inputResponses` answer counts for the
-  /// question it was asked for, not a changed one under the same key.
-  std::unordered_map<std::string, std::uint64_t> stated_asked;
-  /// The retry's `inputResponses` (a replay consults them as questions are re-asked).
-  retry_input input;
-  /// An answer that did not fit its question: the round ends with this -32602 instead
-  /// of another `input_required`.
-  std::string input_error;
-};
-
-/// A question a task's tool asked and waits on. 2025: a server request sent on the
-/// stream of a `tasks/result` that waits (`message`, until `sent`); 2026: an entry of
-/// the task's `inputRequests`, answered through `tasks/update`.
-struct task_question {
-  std::string key;
-  std::int64_t id = 0;
-  std::string method;
-  std::string params;
-  std::string message;
-  bool sent = false;
-};
-
-/// A `tasks/result` request waiting for its task to end (2025): its record, whose stream
-/// carries the task's questions, and the timer it sleeps on (cancelled to wake it).
-struct task_watcher {
-  runner_call* call = nullptr;
-  asio::steady_timer* bell = nullptr;
-};
-
-/// What a request that became a task carries from then on, and the carrier of its
-/// questions: from the moment it is a task, what its tool asks becomes the task's input
-/// (tasks/running_task.cpp), whichever era created it.
-struct running_task final : question_carrier {
-  explicit running_task(runner_call& c) : call(c) {}
-  std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
-  void ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) override;
-  std::optional<exchange_result> withdraw(std::int64_t id) override;
-  void answered(std::int64_t id) override;
-  /// A 2025 task's questions are requests of ours, answered by id on the session; a
-  /// 2026 task's answers come through `tasks/update`, by key.
-  bool answered_by_id() const noexcept override { return !modern; }
-
-  runner_call& call;
-  std::string id;
-  /// Who may see it (the store's `owner`).
-  std::string owner;
-  /// Rendered for 2026-07-28 (the extension) rather than 2025-11-25.
-  bool modern = false;
-  std::vector<task_question> questions;
-  std::vector<task_watcher> watchers;
-  /// 2026 keys used so far: a key names one question over the task's whole life.
-  std::vector<std::string> used_keys;
-  /// Why this 2025 task's questions cannot reach the client (the session answers each
-  /// request with one JSON document), or empty.
-  std::string question_refusal;
-  std::uint32_t ordinal = 0;
-  /// Ends the task when its time to live passes.
-  std::optional<asio::steady_timer> expiry;
-};
-
 /// A 2025 request's questions: JSON-RPC requests of ours on the request's own stream,
 /// answered by the client's response carrying the id (request_runner.cpp).
 struct wire_questions final : question_carrier {
@@ -155,38 +81,6 @@ struct wire_questions final : question_carrier {
   std::optional<exchange_result> withdraw(std::int64_t id) override;
   bool answered_by_id() const noexcept override { return true; }
   runner_call& call;
-};
-
-/// A 2026-07-28 request's questions: entries of the `input_required` answer that ends
-/// its round, answered by the retry's `inputResponses` (round_questions.cpp).
-struct round_questions final : question_carrier {
-  explicit round_questions(runner_call& c) : call(c) {}
-  std::optional<exchange_result> settle(std::string_view method, std::string_view params, std::string& key) override;
-  void ask(std::int64_t id, std::string_view method, std::string_view params, std::string key) override;
-  std::optional<exchange_result> withdraw(std::int64_t id) override;
-  bool answered_by_id() const noexcept override { return false; }
-  runner_call& call;
-
-  // The round's state: here, beside the carrier that uses it, rather than in the request
-  // record every era shares (a 2025 request and a task never touch it). Held in place,
-  // not behind a pointer: a 2026 request allocates nothing more for it.
-  /// This request may answer `input_required` (a 2026 request of one of those methods).
-  bool rounds = false;
-  /// In the kept table, waiting for the retry (no stream: the round was answered).
-  bool kept = false;
-  /// An `input_required` answer is posted (questions asked in one go travel together).
-  bool flush_posted = false;
-  /// Questions this execution asked, for default keys.
-  std::uint32_t ordinal = 0;
-  /// Rounds answered so far (a replay continues its state's count).
-  std::uint32_t round = 0;
-  /// The kept frame's name, minted when the first round is answered.
-  std::uint64_t frame = 0;
-  std::uint64_t binding = 0;
-  std::vector<detail::pending_question> pending;
-  std::unique_ptr<detail::round_memory> remembered;
-  /// Lets a kept frame go when its time to live passes.
-  std::optional<asio::steady_timer> expiry;
 };
 
 }  // namespace detail

@@ -182,20 +182,20 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
   // The task methods, and a tool that runs only as a task, need the tasks extension.
   const auto tasks_refusal = [&](std::string what) {
     std::string data = R"({"requiredCapabilities":{"extensions":{)";
-    ir::append_json_string(data, detail::tasks_extension);
+    ir::append_json_string(data, tasks_extension);
     data += ":{}}}}";
     return request_refusal{ir::errc::missing_client_capability,
                            "Missing required client capability: " + what + " needs the " +
-                               std::string(detail::tasks_extension) + " extension, which this request's _meta." +
+                               std::string(tasks_extension) + " extension, which this request's _meta." +
                                std::string(capabilities_key) + " does not declare",
                            std::move(data), 400};
   };
-  if (detail::dispatcher::is_task_method(method) && !peer.has_extension(detail::tasks_extension))
+  if (detail::dispatcher::is_task_method(method) && !peer.has_extension(tasks_extension))
     return tasks_refusal(std::string(method));
 
   if (!tool_name.empty()) {
     if (auto tool = detail::core(srv).find_tool(tool_name)) {
-      if (tool->info.tasks == task_support::required && !peer.has_extension(detail::tasks_extension))
+      if (tool->info.tasks == task_support::required && !peer.has_extension(tasks_extension))
         return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
       boost::json::object missing;
       for (const std::string& cap : tool->info.required_capabilities)

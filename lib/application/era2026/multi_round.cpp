@@ -119,18 +119,6 @@ std::string_view capability_for(std::string_view method) noexcept {
   return {};
 }
 
-std::optional<ir::request_id> progress_token(const ir::json_node& token) {
-  if (token.kind() == ir::json_node::type::integer) return ir::request_id(token.integer());
-  if (token.kind() == ir::json_node::type::string) return ir::request_id(std::string(token.string()));
-  return std::nullopt;
-}
-
-std::optional<ir::request_id> progress_token_of(const ir::json_node* params) {
-  ir::json_node meta, token;
-  if (!params || !params->find("_meta", meta) || !meta.find("progressToken", token)) return std::nullopt;
-  return progress_token(token);
-}
-
 bool may_require_input(std::string_view method) noexcept {
   return method == "tools/call" || method == "prompts/get" || method == "resources/read";
 }

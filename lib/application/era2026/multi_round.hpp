@@ -66,11 +66,6 @@ inline constexpr std::uint64_t hash_seed = 14695981039346656037ull;
 /// The capability a client must declare before it may be asked `method` (empty: none).
 [[nodiscard]] std::string_view capability_for(std::string_view method) noexcept;
 
-/// The id a `progressToken` value names (an integer or a string), or nothing.
-[[nodiscard]] std::optional<ir::request_id> progress_token(const ir::json_node& token);
-/// The `progressToken` in a request's `_meta`, if it has one.
-[[nodiscard]] std::optional<ir::request_id> progress_token_of(const ir::json_node* params);
-
 /// True for the methods a 2026-07-28 server may answer `input_required` (tools/call,
 /// prompts/get, resources/read); every other method must never.
 [[nodiscard]] bool may_require_input(std::string_view method) noexcept;

@@ -38,7 +38,7 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/mcp/schema.hpp>
 
-#include "multi_round.hpp"
+#include "round_questions.hpp"
 #include "application/engine/runner_call.hpp"
 #include "application/catalog/server_core.hpp"
 #include "application/observe/trace_meta.hpp"

@@ -35,6 +35,7 @@
 #include <droid/domain/ir/codec.hpp>
 #include <droid/domain/ir/json_node.hpp>
 
+#include "running_task.hpp"
 #include "application/engine/runner_call.hpp"
 #include "application/catalog/server_core.hpp"
 #include "task_engine.hpp"

@@ -32,8 +32,6 @@ class request_runner;
 
 namespace droid::detail {
 
-/// The extension's identifier in capabilities (2026-07-28).
-inline constexpr std::string_view tasks_extension = "io.modelcontextprotocol/tasks";
 /// The `_meta` key that ties a message to its task (2025-11-25).
 inline constexpr std::string_view related_task_key = "io.modelcontextprotocol/related-task";
 

@@ -9,11 +9,9 @@
 
 namespace droid::ir {
 
-namespace {
-
 // Filled in place: a value built on the side and moved into an object costs a copy per
 // member (Boost.JSON moves between storages by copying).
-void fill(const json_node& n, boost::json::value& out) {
+void assign_value(const json_node& n, boost::json::value& out) {
   using K = json_node::type;
   switch (n.kind()) {
     case K::null: out = nullptr; return;
@@ -25,22 +23,20 @@ void fill(const json_node& n, boost::json::value& out) {
     case K::array: {
       boost::json::array& a = out.emplace_array();
       a.reserve(n.size());
-      n.for_each_element([&](const json_node& e) { fill(e, a.emplace_back(nullptr)); });
+      n.for_each_element([&](const json_node& e) { assign_value(e, a.emplace_back(nullptr)); });
       return;
     }
     case K::object: {
       boost::json::object& o = out.emplace_object();
       o.reserve(n.size());
-      n.for_each_member([&](std::string_view k, const json_node& e) { fill(e, o[k]); });
+      n.for_each_member([&](std::string_view k, const json_node& e) { assign_value(e, o[k]); });
       return;
     }
   }
 }
 
-}  // namespace
-
 bool parse_exact(std::string_view text, boost::json::value& out) {
-  const std::error_code ec = visit_json(text, [&](const json_node& n) { fill(n, out); });
+  const std::error_code ec = visit_json(text, [&](const json_node& n) { assign_value(n, out); });
   return !ec;
 }
 

@@ -21,6 +21,8 @@
 
 namespace droid::ir {
 
+class json_node;
+
 /// The deepest nesting the decoder accepts; deeper input is a parse error.
 ///
 /// Why a bound: our own walkers recurse, and a peer sending 100,000 `[` must get -32700,
@@ -97,5 +99,10 @@ void append_json(std::string& out, const boost::json::object& o);
 /// back, or a tool's params re-serialised with trace context, changed its numbers (found
 /// by the sealed_state fuzzer). This goes through the same parser as every message.
 [[nodiscard]] bool parse_exact(std::string_view text, boost::json::value& out);
+
+/// Sets `out` to the value `node` holds, numbers as parsed. Why one function: a tool
+/// argument of type `boost::json::value` (schema.hpp) and `parse_exact` convert the same
+/// way, and two copies had drifted (one built arrays on the side and copied them in).
+void assign_value(const json_node& node, boost::json::value& out);
 
 }  // namespace droid::ir

@@ -42,6 +42,11 @@ inline constexpr std::string_view legacy_versions[] = {"2025-11-25", "2025-06-18
 /// The versions a client may name in a request's `_meta`, newest first.
 inline constexpr std::string_view modern_versions[] = {"2026-07-28"};
 
+/// The identifier of the tasks extension in a 2026-07-28 client's and server's
+/// capabilities: tasks left the core protocol in that revision and came back as this
+/// extension, which a client declares before it may ask for one.
+inline constexpr std::string_view tasks_extension = "io.modelcontextprotocol/tasks";
+
 /// True for a version of the modern era this server speaks.
 [[nodiscard]] bool is_modern_version(std::string_view version) noexcept;
 

@@ -888,40 +888,9 @@ bool decode_value(const ir::json_node& n, T& out, const json_path& path, std::st
     out.assign(n.string());
     return true;
   } else if constexpr (std::is_same_v<T, boost::json::value>) {
-    switch (n.kind()) {
-      case K::null: out = nullptr; return true;
-      case K::boolean: out = n.boolean(); return true;
-      case K::integer: out = n.integer(); return true;
-      case K::unsigned_integer: out = n.unsigned_integer(); return true;
-      case K::floating: out = n.number(); return true;
-      case K::string: out.emplace_string().assign(n.string()); return true;
-      case K::array: {
-        boost::json::array a;
-        a.reserve(n.size());
-        bool ok = true;
-        n.for_each_element([&](const ir::json_node& e) {
-          if (!ok) return;
-          boost::json::value v;
-          ok = decode_value(e, v, path, error);
-          a.push_back(std::move(v));
-        });
-        out = std::move(a);
-        return ok;
-      }
-      case K::object: {
-        // Decoded in place: a value built on the side and moved in costs a copy per
-        // member (Boost.JSON moves between storages by copying), and this runs for every
-        // 2026 request's clientInfo.
-        boost::json::object& o = out.emplace_object();
-        o.reserve(n.size());
-        bool ok = true;
-        n.for_each_member([&](std::string_view k, const ir::json_node& e) {
-          if (ok) ok = decode_value(e, o[k], path, error);
-        });
-        return ok;
-      }
-    }
-    return false;
+    // Anything goes: every JSON value has a form here.
+    ir::assign_value(n, out);
+    return true;
   } else if constexpr (described_enum<T>) {
     if (n.kind() != K::string) return fail(error, path, "a string", n);
     const std::string_view s = n.string();

@@ -428,7 +428,7 @@ std::shared_ptr<http::detail::shared_task_table> redis_shared_store::share_tasks
   // through shard 0.
   std::weak_ptr<client> first = clients_.front();
   asio::any_io_executor home = shards_.front();
-  return std::make_shared<shared_task_store>(
+  return std::make_shared<redis_task_store>(
       std::move(local), std::move(member), opts_.key_prefix, [first, home](std::vector<std::string> command) {
         if (shard_client) {
           (void)shard_client->send(command);

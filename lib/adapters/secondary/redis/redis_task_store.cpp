@@ -87,7 +87,7 @@ std::optional<task_record> parse_task_record(std::string_view json) {
 
 // KEYS[1]: the record; ARGV: this instance, the record's JSON (empty: delete it), its
 // expiry (Unix milliseconds). 1 written, 0 refused (another instance owns it).
-const std::string_view shared_task_store::write_script = R"(
+const std::string_view redis_task_store::write_script = R"(
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner and owner ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) return 1 end
@@ -96,7 +96,7 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 return 1
 )";
 
-void shared_task_store::publish(std::string_view id) {
+void redis_task_store::publish(std::string_view id) {
   const std::string key = prefix_ + "t:" + std::string(id);
   std::optional<task_record> r = local_->peek(id);
   {
@@ -117,7 +117,7 @@ void shared_task_store::publish(std::string_view id) {
           std::to_string(millis(r->expires_at()))});
 }
 
-std::vector<std::string> shared_task_store::held() {
+std::vector<std::string> redis_task_store::held() {
   std::vector<std::string> ids;
   std::lock_guard lock(mutex_);
   for (auto it = published_.begin(); it != published_.end();) {
@@ -131,7 +131,7 @@ std::vector<std::string> shared_task_store::held() {
   return ids;
 }
 
-void shared_task_store::drop(std::string_view id) {
+void redis_task_store::drop(std::string_view id) {
   {
     std::lock_guard lock(mutex_);
     published_.erase(std::string(id));
@@ -139,43 +139,43 @@ void shared_task_store::drop(std::string_view id) {
   local_->remove(id);
 }
 
-std::optional<task_refusal> shared_task_store::create(task_record record) {
+std::optional<task_refusal> redis_task_store::create(task_record record) {
   const std::string id = record.id;
   auto refused = local_->create(std::move(record));
   if (!refused) publish(id);
   return refused;
 }
 
-bool shared_task_store::ask(std::string_view id, std::string key, std::string request_json) {
+bool redis_task_store::ask(std::string_view id, std::string key, std::string request_json) {
   const bool ok = local_->ask(id, std::move(key), std::move(request_json));
   if (ok) publish(id);
   return ok;
 }
 
-std::vector<std::string> shared_task_store::answered(std::string_view id, const std::vector<std::string>& keys) {
+std::vector<std::string> redis_task_store::answered(std::string_view id, const std::vector<std::string>& keys) {
   auto taken = local_->answered(id, keys);
   if (!taken.empty()) publish(id);
   return taken;
 }
 
-void shared_task_store::set_message(std::string_view id, std::string message) {
+void redis_task_store::set_message(std::string_view id, std::string message) {
   local_->set_message(id, std::move(message));
   publish(id);
 }
 
-bool shared_task_store::finish(std::string_view id, task_status status, std::string result, std::string error,
+bool redis_task_store::finish(std::string_view id, task_status status, std::string result, std::string error,
                                std::string message) {
   const bool ended = local_->finish(id, status, std::move(result), std::move(error), std::move(message));
   if (ended) publish(id);
   return ended;
 }
 
-void shared_task_store::remove(std::string_view id) {
+void redis_task_store::remove(std::string_view id) {
   local_->remove(id);
   publish(id);
 }
 
-void shared_task_store::adopt(task_record record, const std::string& why) {
+void redis_task_store::adopt(task_record record, const std::string& why) {
   const std::string id = record.id;
   const bool running = !is_terminal(record.status);
   if (running) {

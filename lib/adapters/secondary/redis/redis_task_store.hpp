@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// `droid::redis::shared_task_store`: the in-memory task store with every change written
+/// `droid::redis::redis_task_store`: the in-memory task store with every change written
 /// behind to Redis, so that another instance can answer for a task whose instance died.
 ///
 /// Secondary adapter, private. Reads stay in memory: a task is served by the instance
@@ -32,10 +32,10 @@ namespace droid::redis {
 
 /// The memory store, written through. Affinity: any thread (as every task store);
 /// `write` carries each command to a Redis client on the calling thread's shard.
-class shared_task_store final : public http::detail::shared_task_table {
+class redis_task_store final : public http::detail::shared_task_table {
  public:
   /// `write(command)`: sends one Redis command, not waiting for it.
-  shared_task_store(std::shared_ptr<memory_task_store> local, std::string instance, std::string prefix,
+  redis_task_store(std::shared_ptr<memory_task_store> local, std::string instance, std::string prefix,
                     std::function<void(std::vector<std::string>)> write)
       : local_(std::move(local)), instance_(std::move(instance)), prefix_(std::move(prefix)), write_(std::move(write)) {}
 

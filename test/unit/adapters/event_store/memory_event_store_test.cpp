@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "adapters/primary/transport/http/stream.hpp"
+#include "adapters/primary/transport/http/sessions/stream.hpp"
 
 namespace {
 

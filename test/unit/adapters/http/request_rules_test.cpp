@@ -2,7 +2,7 @@
 /// @file
 /// Host/Origin (DNS rebinding), media types (CSRF) and session ids (docs/reliability.md,
 /// A1, A2, A4, A6), sans-io.
-#include "adapters/primary/transport/http/request_rules.hpp"
+#include "adapters/primary/transport/http/access/request_rules.hpp"
 
 #include <array>
 #include <set>

@@ -4,7 +4,7 @@
 /// SEP-2243), sans-io. Requests go through the real request parser, so header names
 /// arrive lower-cased and values trimmed exactly as the listener will see them; tools are
 /// registered on a real server, so `header_params` is what registration extracts.
-#include "adapters/primary/transport/http/routing_headers.hpp"
+#include "adapters/primary/transport/http/access/routing_headers.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -13,7 +13,7 @@
 #include <droid/application/spawn.hpp>
 #include <droid/application/use_task.hpp>
 
-#include "request_rules.hpp"
+#include "access/request_rules.hpp"
 
 namespace droid::http::detail {
 

@@ -45,7 +45,7 @@
 #include "wire/keyed_limits.hpp"
 #include "wire/request_parser.hpp"
 #include "wire/responses.hpp"
-#include "stream.hpp"
+#include "sessions/stream.hpp"
 #include "wire/tls.hpp"
 
 

@@ -25,8 +25,8 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/message.hpp>
 
-#include "auth_gate.hpp"
-#include "sessions.hpp"
+#include "access/auth_gate.hpp"
+#include "sessions/sessions.hpp"
 
 namespace droid {
 class request_runner;

@@ -13,7 +13,7 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "request_rules.hpp"
+#include "access/request_rules.hpp"
 #include "connection.hpp"
 
 namespace droid::http::detail {

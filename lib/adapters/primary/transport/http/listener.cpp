@@ -25,7 +25,7 @@
 #include <droid/application/server/request_runner.hpp>
 #include <droid/application/server/server.hpp>
 
-#include "request_rules.hpp"
+#include "access/request_rules.hpp"
 #include "cluster/cluster.hpp"
 #include "connection.hpp"
 #include "endpoint_state.hpp"

@@ -8,7 +8,7 @@
 
 #include <droid/application/server/server.hpp>
 
-#include "request_rules.hpp"
+#include "access/request_rules.hpp"
 #include "connection.hpp"
 
 namespace droid::http::detail {

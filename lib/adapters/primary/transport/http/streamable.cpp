@@ -21,11 +21,11 @@
 #include <droid/application/server/session.hpp>
 #include <droid/domain/ir/codec.hpp>
 
-#include "request_rules.hpp"
+#include "access/request_rules.hpp"
 #include "wire/on_executor.hpp"
 #include "cluster/cluster.hpp"
 #include "connection.hpp"
-#include "routing_headers.hpp"
+#include "access/routing_headers.hpp"
 
 namespace droid::http::detail {
 

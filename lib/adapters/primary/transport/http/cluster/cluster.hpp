@@ -48,7 +48,7 @@
 #include <droid/application/server/session.hpp>
 #include <droid/application/task.hpp>
 
-#include "adapters/primary/transport/http/sessions.hpp"
+#include "adapters/primary/transport/http/sessions/sessions.hpp"
 #include "shared_store.hpp"
 
 namespace droid::http::detail {

@@ -16,7 +16,7 @@
 
 #include "adapters/primary/transport/http/endpoint_state.hpp"
 #include "adapters/primary/transport/http/wire/responses.hpp"
-#include "adapters/primary/transport/http/stream.hpp"
+#include "adapters/primary/transport/http/sessions/stream.hpp"
 
 namespace droid::http::detail {
 

@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-#include "wire/on_executor.hpp"
+#include "adapters/primary/transport/http/wire/on_executor.hpp"
 
 
 namespace droid::http::detail {

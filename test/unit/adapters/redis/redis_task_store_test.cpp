@@ -53,7 +53,7 @@ TEST_SUITE("adapters/redis") {
   TEST_CASE("every change is written through; a dead owner's running task is taken in as failed, an ended one as it was") {
     std::vector<std::vector<std::string>> written;
     auto local = std::make_shared<droid::memory_task_store>();
-    droid::redis::shared_task_store store(local, "me", "droid:", [&](std::vector<std::string> c) { written.push_back(std::move(c)); });
+    droid::redis::redis_task_store store(local, "me", "droid:", [&](std::vector<std::string> c) { written.push_back(std::move(c)); });
     droid::task_record mine = sample();
     mine.id = "mine";
     mine.status = droid::task_status::working;
@@ -63,7 +63,7 @@ TEST_SUITE("adapters/redis") {
     // this instance): key, writer, record, expiry.
     REQUIRE(written.size() == 1);
     CHECK(written[0][0] == "EVAL");
-    CHECK(written[0][1] == droid::redis::shared_task_store::write_script);
+    CHECK(written[0][1] == droid::redis::redis_task_store::write_script);
     CHECK(written[0][3] == "droid:t:mine");
     CHECK(written[0][4] == "me");
     CHECK(droid::redis::parse_task_record(written[0][5])->status == droid::task_status::working);

@@ -18,8 +18,8 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "request_rules.hpp"
-#include "connection.hpp"
-#include "wire/responses.hpp"
+#include "adapters/primary/transport/http/connection.hpp"
+#include "adapters/primary/transport/http/wire/responses.hpp"
 
 namespace droid::http::detail {
 

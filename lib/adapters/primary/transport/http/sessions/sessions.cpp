@@ -7,8 +7,8 @@
 
 #include <droid/application/server/session.hpp>
 
-#include "request_rules.hpp"
-#include "wire/responses.hpp"
+#include "adapters/primary/transport/http/access/request_rules.hpp"
+#include "adapters/primary/transport/http/wire/responses.hpp"
 
 namespace droid::http::detail {
 

@@ -2,7 +2,11 @@
 /// @file
 /// What a tool author calls on a server: registration with its checks, the figures, and
 /// the diagnostics sink. The registries themselves are `detail::server_core`'s
-/// (server_core.cpp).
+/// (catalog/server_core.cpp).
+///
+/// A composition root (with hosting.cpp and module_methods.cpp beside it): it makes the
+/// engines the server's shards share (the 2026 frame registry, the task engine), so the
+/// catalog that holds them, and the engine that uses them, need not know their modules.
 #include <droid/application/server/server.hpp>
 
 #include <iostream>
@@ -11,7 +15,7 @@
 #include <droid/domain/ir/codec.hpp>
 
 #include "application/era2026/multi_round.hpp"
-#include "server_core.hpp"
+#include "application/catalog/server_core.hpp"
 #include "application/tasks/task_engine.hpp"
 
 namespace droid {
@@ -41,7 +45,10 @@ detail::server_core& detail::core(const server& s) noexcept { return *s.core_; }
 
 server::server(server_info info, server_options options) : info_(std::move(info)), options_(std::move(options)) {
   if (options_.page_size == 0) throw std::invalid_argument("droid: server_options.page_size must be at least 1");
-  core_ = std::make_unique<detail::server_core>(*this);
+  // The engines every shard of this server shares are made here, the composition root,
+  // and handed to the catalog that holds them.
+  core_ = std::make_unique<detail::server_core>(*this, std::make_shared<detail::multi_round_context>(options_.multi_round),
+                                                std::make_shared<detail::task_engine>(options_.tasks));
 }
 
 server::~server() = default;

@@ -30,7 +30,7 @@
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
 
-#include "wire/request_parser.hpp"
+#include "adapters/primary/transport/http/wire/request_parser.hpp"
 
 namespace droid::http::detail {
 namespace {

@@ -29,8 +29,8 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/request_id.hpp>
 
-#include "wire/keyed_limits.hpp"
-#include "wire/proxy_trust.hpp"
+#include "adapters/primary/transport/http/wire/keyed_limits.hpp"
+#include "adapters/primary/transport/http/wire/proxy_trust.hpp"
 
 namespace droid::http::detail {
 

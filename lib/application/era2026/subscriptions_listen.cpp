@@ -16,7 +16,7 @@
 /// A client that stops reading a listen stream is cut off by the transport's queue limit
 /// (HTTP: `http::options::max_queued_bytes` closes the connection, which cancels the
 /// request and so the subscription), not buffered here without end.
-#include "listen.hpp"
+#include "subscriptions_listen.hpp"
 #include "application/catalog/server_core.hpp"
 
 #include <coroutine>
