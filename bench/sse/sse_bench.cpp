@@ -9,7 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "adapters/primary/transport/http/stream.hpp"
+#include "adapters/primary/transport/http/sessions/stream.hpp"
 
 namespace {
 
