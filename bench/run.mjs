@@ -70,6 +70,9 @@ fs.mkdirSync(outDir, { recursive: true });
 const everythingServer = path.join(buildDir, 'examples', 'everything-server');
 const tsServer = path.join(here, 'peer', 'ts_server.mjs');
 const callLua = path.join(here, 'http', 'call.lua');
+// The session rows' client (bench/http/loadgen.cpp): wrk's shape with a session header of
+// each connection's own, which wrk's Lua cannot give.
+const loadgen = path.join(buildDir, 'bench', 'loadgen');
 const call2026Lua = path.join(here, 'http', 'call2026.lua');
 // The HTTPS rows' certificate and key, made by makeCertificate() at the start of a run.
 const tlsDir = path.join(outDir, 'tls');
@@ -105,12 +108,24 @@ function cpuMicros(pid) {
       return null;
     }
   };
-  let total = ticks(pid)?.t ?? 0;
+  // The process and all its descendants (a group's nginx master has its workers below it).
+  const all = new Map();
   for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === pid) continue;
+    if (!/^\d+$/.test(d)) continue;
     const x = ticks(d);
-    if (x && x.ppid === pid) total += x.t;
+    if (x) all.set(Number(d), x);
   }
+  let total = 0;
+  const counted = new Set([pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [p, x] of all) {
+      if (counted.has(p) || !counted.has(x.ppid)) continue;
+      counted.add(p);
+      grew = true;
+    }
+  }
+  for (const p of counted) total += all.get(p)?.t ?? 0;
   return (total * 1e6) / clkTck;
 }
 
@@ -332,8 +347,8 @@ const nginxBody = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","
 
 /// nginx returning the fixed answer; with `tls`, over HTTPS with the run's certificate
 /// (the floor of the TLS rows).
-async function startNginx(workers, wrapper = [], { tls = false } = {}) {
-  const dir = path.join(outDir, wrapper.length ? 'nginx-callgrind' : `nginx-${tls ? 'tls-' : ''}${workers}w`);
+async function startNginx(workers, wrapper = [], { tls = false, dirName = null } = {}) {
+  const dir = path.join(outDir, dirName ?? (wrapper.length ? 'nginx-callgrind' : `nginx-${tls ? 'tls-' : ''}${workers}w`));
   fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const user = os.userInfo();
@@ -468,6 +483,66 @@ async function startCluster(name, route) {
   return { ...g, ...extra };
 }
 
+/// What loadgen sends: call.lua's request (the echo tool on a 2025-11-25 session), its id
+/// made unique by loadgen; the session header is loadgen's, from MCP_SESSIONS.
+const loadgenRequest = [
+  '--header', 'Content-Type: application/json', '--header', 'Accept: application/json, text/event-stream',
+  '--header', 'MCP-Protocol-Version: 2025-11-25',
+  '--body', '{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}',
+];
+
+/// docs/deployment.md's nginx (its `mcp-proxy.conf` block, read from the page, on plain
+/// HTTP: TLS would be the same cost on both sides) in front of either the JSON server
+/// ('droid', told that nginx is its proxy) or nginx's fixed answer ('nginx', the floor of
+/// the proxied row), as one process group whose CPU counts both. One worker in front, as
+/// a proxy beside its server on two cores would have, and the page's `keepalive 32`.
+async function startProxied(name, backend) {
+  const dir = path.join(outDir, name);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, t), { recursive: true });
+  const doc = fs.readFileSync(path.join(root, 'docs', 'deployment.md'), 'utf8').split('\n');
+  const at = doc.findIndex((l) => l.trim() === '`mcp-proxy.conf`:');
+  const open = doc.findIndex((l, i) => i > at && l.startsWith('```'));
+  const close = doc.findIndex((l, i) => i > open && l.startsWith('```'));
+  const proxyConf = doc.slice(open + 1, close).filter((l) => !l.trim().startsWith('#')).map((l) => `      ${l}`);
+  if (at < 0 || !proxyConf.some((l) => l.includes('proxy_http_version'))) throw new Error('docs/deployment.md has no mcp-proxy.conf block');
+  const proxyPort = await freePort();
+  const backendPort = await freePort();
+  const user = os.userInfo();
+  const front = [
+    'daemon off;', 'master_process off;', ...(user.uid === 0 ? ['user root;'] : []),
+    `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, 'events { worker_connections 4096; }', 'http {',
+    '  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
+    '  keepalive_requests 100000000;',
+    `  upstream mcp_backend { server 127.0.0.1:${backendPort}; keepalive 32; keepalive_requests 100000000; }`,
+    `  server { listen 127.0.0.1:${proxyPort};`,
+    '    location = /mcp {', '      proxy_pass http://mcp_backend;', ...proxyConf, '    }', '  }', '}', ''].join('\n');
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), front);
+  let backendLine;
+  if (backend === 'droid') {
+    backendLine = `'${everythingServer}' --http 127.0.0.1:${backendPort} --json-response --trusted-proxy 127.0.0.1 >/dev/null &`;
+  } else {
+    const floorDir = path.join(dir, 'floor');
+    fs.mkdirSync(floorDir, { recursive: true });
+    for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(floorDir, t), { recursive: true });
+    fs.writeFileSync(path.join(floorDir, 'nginx.conf'), [
+      'worker_processes 2;', 'daemon off;', ...(user.uid === 0 ? ['user root;'] : []),
+      `pid ${floorDir}/nginx.pid;`, `error_log ${floorDir}/error.log warn;`, 'events { worker_connections 4096; }', 'http {',
+      '  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${floorDir}/${t};`),
+      '  keepalive_requests 100000000;', '  keepalive_timeout 60s;',
+      `  server { listen 127.0.0.1:${backendPort}; location = /mcp { default_type application/json; return 200 '${nginxBody}'; } }`,
+      '}', ''].join('\n'));
+    backendLine = `nginx -c ${floorDir}/nginx.conf -p ${floorDir} -e ${floorDir}/error.log &`;
+  }
+  return startGroup(name, [
+    backendLine,
+    `until (echo > /dev/tcp/127.0.0.1/${backendPort}) 2>/dev/null; do sleep 0.05; done`,
+    `nginx -c ${dir}/nginx.conf -p ${dir} -e ${dir}/error.log &`,
+    `until (echo > /dev/tcp/127.0.0.1/${proxyPort}) 2>/dev/null; do sleep 0.05; done`,
+    `echo http://127.0.0.1:${proxyPort}/mcp`,
+  ].join('\n'));
+}
+
 const httpServers = [
   { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json') },
   // The droid-json server over HTTPS, driven by the same script: against droid-json, what
@@ -475,10 +550,23 @@ const httpServers = [
   { name: 'droid-json-tls', label: 'protocol_droid JSON over TLS', stateful: true, tls: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--tls-cert', tlsCert, '--tls-key', tlsKey], 'droid-json-tls') },
   // The realistic JSON row: each connection with its own session, as each client of a
   // real server has, so sessions live on every shard; droid-json's one shared session
-  // keeps every tool call on one shard. wrk ties a session to a thread, not to a
-  // connection, so this row runs one wrk thread per connection (wrk's own cost per
-  // request is higher for it: see its "cores" column).
-  { name: 'droid-json-sessions', label: 'protocol_droid JSON, a session per connection', stateful: true, sessions: 64, threadPerConnection: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-sessions') },
+  // keeps every tool call on one shard. Driven by loadgen (wrk cannot give each connection
+  // its own header), and so compared with the floor driven by loadgen too (nginx-2w-lg).
+  { name: 'droid-json-sessions', label: 'protocol_droid JSON, a session per connection', stateful: true, sessions: 64, driver: 'loadgen', start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-sessions') },
+  // What a reverse proxy's upstream connections carry: docs/deployment.md's nginx in front
+  // (one worker, keep-alive upstream), each client connection with its own session, so the
+  // pooled upstream connections mix sessions from one request to the next. Against
+  // nginx-proxied-floor: the same nginx in front of nginx's fixed answer.
+  { name: 'droid-json-proxied', label: 'protocol_droid JSON behind nginx, sessions mixed on its upstream connections', stateful: true, sessions: 64, driver: 'loadgen', start: () => startProxied('droid-json-proxied', 'droid') },
+  // droid-json's one shared session driven by loadgen: the session row's other half, so
+  // that what a session of its own per connection costs is read with one client.
+  { name: 'droid-json-lg', label: 'protocol_droid JSON, one shared session, driven by loadgen', stateful: true, driver: 'loadgen', start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-lg') },
+  // The server's side of the proxied row without the proxy: loadgen sends each request of
+  // a connection on the next of the 64 sessions, so half of them reach a connection of the
+  // other shard than their session's (what a session's hand-off costs, with nothing else).
+  { name: 'droid-json-mixed', label: 'protocol_droid JSON, sessions mixed on connections (no proxy)', stateful: true, sessions: 64, driver: 'loadgen', mix: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-mixed') },
+  { name: 'nginx-2w-lg', label: 'nginx 2 workers (floor), driven by loadgen', stateful: false, driver: 'loadgen', start: () => startNginx(2, [], { dirName: 'nginx-2w-lg' }) },
+  { name: 'nginx-proxied-floor', label: 'nginx in front of nginx 2 workers (the proxied floor)', stateful: false, driver: 'loadgen', start: () => startProxied('nginx-proxied-floor', 'nginx') },
   // Scaling: droid-json on one shard. Its req/s per server core against droid-json's is
   // what the second shard buys (docs/benchmarks.md, "Scaling").
   { name: 'droid-json-1t', label: 'protocol_droid JSON, --threads 1', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--threads', '1'], 'droid-json-1t') },
@@ -578,9 +666,24 @@ function sessionOwner(port, sid) {
   return { owner, epoch };
 }
 
+/// `first` and more sessions up to `n`, each initialized on a connection of its own, as
+/// each client makes its session: connections are spread over the shards in turn, and so
+/// are the sessions they initialize.
+async function moreSessions(url, first, n) {
+  const sids = [first];
+  while (sids.length < n) {
+    const agent = new http.Agent({ keepAlive: false });
+    sids.push(await initialize(url, agent));
+    agent.destroy();
+  }
+  return sids;
+}
+
 function runWrk(server, conns, seconds) {
-  const threads = server.threadPerConnection ? conns : conns >= 2 ? 2 : 1;
-  const args = ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', server.lua ?? callLua, server.url];
+  const threads = conns >= 2 ? 2 : 1;
+  const args = server.driver === 'loadgen'
+    ? ['-t', String(threads), '-c', String(conns), '-d', String(seconds), ...(server.mix ? ['--mix'] : []), ...loadgenRequest, server.url]
+    : ['-t', String(threads), '-c', String(conns), '-d', `${seconds}s`, '--latency', '--timeout', '2s', '-s', server.lua ?? callLua, server.url];
   const redis0 = server.redisPort ? redisCommandStats(server.redisPort) : null;
   const parts0 = server.redisPort ? cpuByProcess(server.child.pid) : null;
   const before = cpuMicros(server.child.pid);
@@ -589,8 +692,8 @@ function runWrk(server, conns, seconds) {
   return new Promise((resolve, reject) => {
     // Through bash, whose `times` tells wrk's own CPU time: what is left of the machine's
     // busy time after the server and wrk is other load, the noise this run suffered.
-    const child = spawn('bash', ['-c', 'wrk "$@"; rc=$?; times; exit $rc', 'wrk', ...args], {
-      env: { ...process.env, MCP_SESSION: server.sid ?? '', MCP_SESSIONS: (server.sids ?? []).slice(0, conns).join(',') },
+    const child = spawn('bash', ['-c', '"$0" "$@"; rc=$?; times; exit $rc', server.driver === 'loadgen' ? loadgen : 'wrk', ...args], {
+      env: { ...process.env, MCP_SESSION: server.sid ?? '', MCP_SESSIONS: (server.sids ?? (server.sid ? [server.sid] : [])).slice(0, conns).join(',') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -673,16 +776,7 @@ async function httpSection() {
       // The cluster rows initialize their session on the instance that is to own it (b1),
       // which is not the one wrk drives in droid-cluster-fwd.
       s.sid = s.stateful ? await initialize(initUrl ?? url) : '';
-      if (s.sessions) {
-        // Each on a connection of its own, as each client makes its session: connections
-        // are spread over the shards in turn, and so are the sessions they initialize.
-        s.sids = [s.sid];
-        while (s.sids.length < s.sessions) {
-          const agent = new http.Agent({ keepAlive: false });
-          s.sids.push(await initialize(url, agent));
-          agent.destroy();
-        }
-      }
+      if (s.sessions) s.sids = await moreSessions(url, s.sid, s.sessions);
       if (s.forwarded !== undefined) {
         // The session must belong to b1, the instance it was initialized on.
         s.ownerAtStart = sessionOwner(s.redisPort, s.sid);
@@ -1152,6 +1246,11 @@ async function callgrindSection() {
     { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, args: ['--http', '127.0.0.1:0'] },
     { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
     { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, args: ['--http', '127.0.0.1:0', '--json-response'] },
+    // The session patterns (docs/benchmarks.md, "Session rows"): each of 4 connections on
+    // a session of its own; and the 4 sessions mixed, each request of a connection on the
+    // next one, as a proxy's pooled connections carry them.
+    { name: 'droid-json-sessions', label: 'protocol_droid JSON, a session per connection', stateful: true, sessions: 4, driver: 'loadgen', args: ['--http', '127.0.0.1:0', '--json-response'] },
+    { name: 'droid-json-mixed', label: 'protocol_droid JSON, sessions mixed on connections', stateful: true, sessions: 4, driver: 'loadgen', mix: true, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'nginx', label: 'nginx (one process)', nginx: true },
   ];
   const control = (pid, flag) => spawnSync('callgrind_control', [flag, String(pid)], { encoding: 'utf8' });
@@ -1162,6 +1261,7 @@ async function callgrindSection() {
       started = s.nginx ? await startNginx(1, vg(s.name)) : await startPrintingUrl(vg(s.name)[0], [...vg(s.name).slice(1), everythingServer, ...s.args], `callgrind-${s.name}`);
       const server = { ...s, child: started.child, url: started.url };
       server.sid = s.stateful ? await initialize(server.url) : '';
+      if (s.sessions) server.sids = await moreSessions(server.url, server.sid, s.sessions);
       if (!s.nginx) await checkEcho(server.url, server.sid, s.era);
       await runWrk(server, 4, 1);  // warm-up, not counted
       control(server.child.pid, '-z');
@@ -1307,7 +1407,20 @@ function headline() {
     const target = (t, pass) => (at64 ? [t, pass] : ['—', () => true]);
     const vsFloor = (name) => ratio(row(name, c)?.rps.median, floor.rps.median);
     add(`JSON mode req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-json'), ...target('≥ 0.85×', (v) => v >= 0.85));
-    add(`JSON mode, a session per connection, req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-json-sessions'), '—', () => true);
+    // The session rows against the floor driven by the same client (loadgen).
+    const vs = (name, base) => ratio(row(name, c)?.rps.median, row(base, c)?.rps.median);
+    add(`JSON mode, a session per connection, req/s vs nginx floor (nginx-2w-lg, both driven by loadgen), ${c} conns`,
+      vs('droid-json-sessions', 'nginx-2w-lg'), ...target('≥ 0.85×', (v) => v >= 0.85));
+    add(`JSON mode behind nginx, sessions mixed on its upstream connections, req/s vs nginx in front of the floor (nginx-proxied-floor), ${c} conns`,
+      vs('droid-json-proxied', 'nginx-proxied-floor'), ...target('≥ 0.80×', (v) => v >= 0.8));
+    // What sessions cost the server, against one shared session, with one client: a
+    // session of its own per connection, and sessions mixed on connections (the hand-off
+    // between shards that a proxy's connections cause).
+    const cpu = (name, base) => ratio(row(name, c)?.cpu_us_per_request.median, row(base, c)?.cpu_us_per_request.median);
+    add(`JSON mode server CPU µs/req, a session per connection vs one shared session (both loadgen), ${c} conns`,
+      cpu('droid-json-sessions', 'droid-json-lg'), ...target('≤ 1.10×', (v) => v <= 1.1));
+    add(`JSON mode server CPU µs/req, sessions mixed on connections vs a session per connection (both loadgen), ${c} conns`,
+      cpu('droid-json-mixed', 'droid-json-sessions'), ...target('≤ 1.10×', (v) => v <= 1.1));
     add(`SSE mode req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-sse'), ...target('≥ 0.75×', (v) => v >= 0.75));
     add(`stateless JSON (2025) req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-stateless'), ...target('≥ 0.90×', (v) => v >= 0.9));
     add(`2026-07-28 JSON req/s vs nginx floor (${floor.server}), ${c} conns`, vsFloor('droid-2026'), ...target('≥ 0.90×', (v) => v >= 0.9));
@@ -1339,9 +1452,15 @@ function headline() {
   // p99 against the floor's own p99 in the same run: the machine's latency, not ours.
   const floor64 = floorAt(64);
   const p99Limit = floor64 ? floor64.p99_us.median * 1.2 : NaN;
-  for (const m of ['droid-json', 'droid-json-sessions', 'droid-sse', 'droid-stateless', 'droid-2026']) {
+  for (const m of ['droid-json', 'droid-sse', 'droid-stateless', 'droid-2026']) {
     add(`p99 at 64 conns, ${m} (nginx floor ${fmtUs(floor64?.p99_us.median)})`, row(m, 64)?.p99_us.median,
       `≤ ${fmtUs(p99Limit)}`, (v) => v <= p99Limit, fmtUs);
+  }
+  // The loadgen rows against their own floors' p99.
+  for (const [m, base] of [['droid-json-sessions', 'nginx-2w-lg'], ['droid-json-proxied', 'nginx-proxied-floor']]) {
+    const limit = (row(base, 64)?.p99_us.median ?? NaN) * 1.2;
+    add(`p99 at 64 conns, ${m} (${base} ${fmtUs(row(base, 64)?.p99_us.median)})`, row(m, 64)?.p99_us.median,
+      `≤ ${fmtUs(limit)}`, (v) => v <= limit, fmtUs);
   }
   const ir = (server) => results.callgrind?.find((r) => r.server === server)?.instructions_per_request;
   add('user-space instructions per request vs nginx, JSON mode (callgrind)', ratio(ir('droid-json'), ir('nginx')), '≤ 1.50×', (v) => v <= 1.5);
@@ -1569,6 +1688,7 @@ async function main() {
   }
   if (!fs.existsSync(everythingServer)) throw new Error(`${everythingServer} is not built`);
   for (const n of opt.servers ?? []) {
+    // The callgrind section's own one-process nginx.
     if (n !== 'nginx' && !httpServers.some((s) => s.name === n)) throw new Error(`--servers: no server named ${n}`);
   }
   // The HTTPS rows' certificate, before any server that reads it starts. Without one they
