@@ -14,6 +14,10 @@ std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::stri
   return detail::core(srv).find_tool(name);
 }
 
+bool deliver_notification(const server& srv, const ir::message& msg, const peer_info& peer) {
+  return detail::core(srv).deliver_notification(msg, peer);
+}
+
 void listen(const server& srv, const std::shared_ptr<change_listener>& listener) {
   detail::core(srv).changes().listen(listener);
 }

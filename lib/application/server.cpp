@@ -29,6 +29,7 @@ listings shape_listings(const boost::json::object& full, listing_kind kind) {
     boost::json::object o = full;
     if (!has(r, wire_feature::titles)) o.erase("title");
     if (!has(r, wire_feature::icons)) o.erase("icons");
+    if (!has(r, wire_feature::descriptor_meta)) o.erase("_meta");
     if (kind == listing_kind::tool) {
       if (!has(r, wire_feature::structured_content)) o.erase("outputSchema");
       if (!has(r, wire_feature::tool_annotations)) o.erase("annotations");
@@ -63,6 +64,7 @@ void server::add_tool(std::shared_ptr<detail::tool_entry> entry) {
   if (entry->info.description.empty())
     throw std::invalid_argument("droid: tool \"" + entry->info.name +
                                 "\" needs a description: clients reject tools without one");
+  check_author_meta(entry->info.meta, "tool \"" + entry->info.name + "\"");
   if (entry->info.input_schema) entry->header_params = header_params_of(entry->info.name, *entry->info.input_schema);
   entry->listing = detail::shape_listings(to_json(entry->info), detail::listing_kind::tool);
   core_->add_tool(std::move(entry));
@@ -80,6 +82,7 @@ void server::add_prompt(std::shared_ptr<detail::prompt_entry> entry) {
   if (entry->info.name.empty()) throw std::invalid_argument("droid: a prompt needs a name");
   if (entry->info.description.empty())
     throw std::invalid_argument("droid: prompt \"" + entry->info.name + "\" needs a description: clients reject prompts without one");
+  check_author_meta(entry->info.meta, "prompt \"" + entry->info.name + "\"");
   entry->listing = detail::shape_listings(to_json(entry->info), detail::listing_kind::prompt);
   core_->add_prompt(std::move(entry));
 }
@@ -89,6 +92,47 @@ bool server::remove_prompt(std::string_view name) { return core_->remove_prompt(
 void server::add_completer(std::string ref_type, std::string ref, std::string argument, detail::completer_fn fn) {
   core_->add_completer(ref_type, ref, argument, std::move(fn));
 }
+
+namespace {
+
+/// Checks what a custom method or notification is registered with.
+void check_custom(std::string_view kind, const std::string& name, const method_options& options) {
+  if (name.empty()) throw std::invalid_argument("droid: a custom " + std::string(kind) + " needs a name");
+  if (is_protocol_method(name))
+    throw std::invalid_argument("droid: \"" + name + "\" is a method MCP defines; a custom " + std::string(kind) +
+                                " needs a name of its own (an extension's, such as com.example/search)");
+  if (!options.extension.empty() && !is_valid_extension_name(options.extension))
+    throw std::invalid_argument("droid: the " + std::string(kind) + " \"" + name + "\" names the extension \"" +
+                                options.extension + "\", which is not vendor.prefix/name");
+  if (options.extension == tasks_extension)
+    throw std::invalid_argument("droid: the " + std::string(kind) + " \"" + name +
+                                "\" cannot belong to the tasks extension, which the server runs itself");
+  if (!options.in_2025 && !options.in_2026)
+    throw std::invalid_argument("droid: the " + std::string(kind) + " \"" + name + "\" is offered in no era");
+}
+
+}  // namespace
+
+server& server::extension(std::string name, boost::json::object settings) {
+  if (!is_valid_extension_name(name))
+    throw std::invalid_argument("droid: \"" + name + "\" is not an extension name (vendor.prefix/name, as in com.example/search)");
+  if (name == tasks_extension)
+    throw std::invalid_argument("droid: the server declares " + name + " itself while a tool may run as a task");
+  core_->declare_extension(std::move(name), std::move(settings), true);
+  return *this;
+}
+
+void server::add_method(std::shared_ptr<detail::method_entry> entry) {
+  check_custom("method", entry->name, entry->options);
+  core_->add_method(std::move(entry));
+}
+
+void server::add_notification(std::shared_ptr<detail::notification_entry> entry) {
+  check_custom("notification", entry->name, entry->options);
+  core_->add_notification(std::move(entry));
+}
+
+bool server::remove_method(std::string_view name) { return core_->remove_method(name); }
 
 void server::resource_updated(std::string_view uri) { core_->changes().resource_updated(uri); }
 

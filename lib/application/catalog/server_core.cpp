@@ -61,6 +61,105 @@ std::string completer_key(std::string_view type, std::string_view ref, std::stri
 
 }  // namespace
 
+void server_core::declare_extension(std::string name, boost::json::object settings, bool replace) {
+  edit([&](catalog& c) {
+    auto [it, inserted] = c.extensions.try_emplace(std::move(name), std::move(settings));
+    if (!inserted && replace) it->second = std::move(settings);
+  });
+}
+
+namespace {
+
+/// Adds a custom request or notification handler to `into`, declaring its extension; a
+/// name is one or the other, never both.
+template <class Entry>
+void add_custom(catalog& c, catalog::by_name<Entry>& into, std::shared_ptr<const Entry> entry) {
+  if (c.methods.contains(entry->name) || c.notifications.contains(entry->name))
+    throw std::invalid_argument("droid: a custom method named \"" + entry->name + "\" is already registered");
+  if (!entry->options.extension.empty()) c.extensions.try_emplace(entry->options.extension);
+  into.emplace(entry->name, std::move(entry));
+}
+
+}  // namespace
+
+void server_core::add_method(std::shared_ptr<const method_entry> entry) {
+  edit([&](catalog& c) { add_custom(c, c.methods, std::move(entry)); });
+}
+
+void server_core::add_notification(std::shared_ptr<const notification_entry> entry) {
+  edit([&](catalog& c) { add_custom(c, c.notifications, std::move(entry)); });
+}
+
+bool server_core::remove_method(std::string_view name) {
+  bool removed = false;
+  edit([&](catalog& c) {
+    if (auto it = c.methods.find(name); it != c.methods.end()) {
+      c.methods.erase(it);
+      removed = true;
+    } else if (auto n = c.notifications.find(name); n != c.notifications.end()) {
+      c.notifications.erase(n);
+      removed = true;
+    }
+  });
+  return removed;
+}
+
+std::shared_ptr<const method_entry> server_core::find_method(std::string_view name) const {
+  const catalog& c = view();
+  if (c.methods.empty()) return nullptr;
+  return entry_of(c.methods, name);
+}
+
+bool server_core::deliver_notification(std::string_view method, const ir::json_node* params,
+                                       const peer_info& peer) const {
+  std::shared_ptr<const notification_entry> entry;
+  {
+    const catalog& c = view();
+    if (c.notifications.empty()) return false;
+    entry = entry_of(c.notifications, method);
+  }
+  if (!entry) return false;
+  const method_options& o = entry->options;
+  const auto dropped = [&](std::string_view why) {
+    owner_.diagnose(diagnostic_level::warning, "a custom notification was dropped",
+                    {{"method", method}, {"error", why}});
+    return false;
+  };
+  if (!(peer.is_modern() ? o.in_2026 : o.in_2025)) return false;
+  if (!o.extension.empty() && !peer.has_extension(o.extension))
+    return dropped("the client did not declare the extension " + o.extension);
+  if (params && params->kind() == ir::json_node::type::null) params = nullptr;
+  if (params && params->kind() != ir::json_node::type::object) return dropped("params must be an object");
+  try {
+    entry->deliver(peer, params);
+  } catch (const std::exception& e) {
+    return dropped(e.what());
+  } catch (...) {
+    return dropped("the handler threw an exception that is not a std::exception");
+  }
+  return true;
+}
+
+bool server_core::deliver_notification(const ir::message& msg, const peer_info& peer) const {
+  if (!find_notification(msg.method())) return false;
+  const ir::json_kind kind = msg.params_kind();
+  if (kind == ir::json_kind::absent || kind == ir::json_kind::null)
+    return deliver_notification(msg.method(), nullptr, peer);
+  bool delivered = false;
+  std::string_view detail;
+  if (ir::visit_params(msg, [&](const ir::json_node& p) { delivered = deliver_notification(msg.method(), &p, peer); },
+                       &detail)) {
+    owner_.diagnose(diagnostic_level::warning, "a custom notification was dropped",
+                    {{"method", msg.method()}, {"error", detail}});
+  }
+  return delivered;
+}
+
+bool server_core::find_notification(std::string_view method) const {
+  const catalog& c = view();
+  return !c.notifications.empty() && c.notifications.contains(method);
+}
+
 server_core::server_core(const server& owner, std::shared_ptr<multi_round_context> multi_round,
                          std::shared_ptr<task_engine> tasks)
     : owner_(owner),
@@ -266,6 +365,11 @@ boost::json::object server_core::capabilities(protocol_revision revision) const 
     } else if (is_modern(revision)) {
       caps["extensions"] = boost::json::object{{tasks_extension, boost::json::object{}}};
     }
+  }
+  if (!c.extensions.empty()) {
+    boost::json::value& declared = caps["extensions"];
+    if (!declared.is_object()) declared = boost::json::object{};
+    for (const auto& [name, settings] : c.extensions) declared.as_object()[name] = settings;
   }
   return caps;
 }

@@ -55,6 +55,12 @@ struct catalog {
   by_name<prompt_entry> prompts;
   /// Completers by "ref type \n ref \n argument".
   std::map<std::string, completer_fn, std::less<>> completers;
+  /// Custom requests and notifications by name (server::method, server::on_notification).
+  by_name<method_entry> methods;
+  by_name<notification_entry> notifications;
+  /// Declared extensions and their settings, by name (tasks is not among them: it is
+  /// declared while `task_tools` is not 0).
+  std::map<std::string, boost::json::object, std::less<>> extensions;
   /// Registered tools that may run as a task (every task method and the capability ask).
   std::size_t task_tools = 0;
   /// `tools` by name, hashed: built for a published catalog only (its views point into
@@ -95,6 +101,14 @@ class server_core {
   void add_prompt(std::shared_ptr<const prompt_entry> entry);
   bool remove_prompt(std::string_view name);
   void add_completer(std::string_view ref_type, std::string_view ref, std::string_view argument, completer_fn fn);
+  /// Declares extension `name`; `replace` false keeps settings already declared (a
+  /// method's extension does not overwrite what `server::extension` said).
+  void declare_extension(std::string name, boost::json::object settings, bool replace);
+  /// Adds a custom method (declaring its extension); throws when the name is taken.
+  void add_method(std::shared_ptr<const method_entry> entry);
+  void add_notification(std::shared_ptr<const notification_entry> entry);
+  /// Removes the custom method or notification handler `name`.
+  bool remove_method(std::string_view name);
 
   // ---- lookups (no lock) ------------------------------------------------------------
 
@@ -121,6 +135,15 @@ class server_core {
   /// A page of prompts, as for `tools_from`.
   [[nodiscard]] std::vector<std::shared_ptr<const prompt_entry>> prompts_from(std::string_view from,
                                                                              std::string& next) const;
+  /// The custom method `name`, or null.
+  [[nodiscard]] std::shared_ptr<const method_entry> find_method(std::string_view name) const;
+  /// Hands the client's notification `method` to its custom handler, if one is
+  /// registered for `peer`'s era and extensions; true when one ran. A handler's failure
+  /// (undecodable params, an exception) is reported as a diagnostic, never thrown.
+  bool deliver_notification(std::string_view method, const ir::json_node* params, const peer_info& peer) const;
+  /// The same for notification `msg`, whose params are parsed only when a handler for
+  /// its method is registered.
+  bool deliver_notification(const ir::message& msg, const peer_info& peer) const;
   /// The completer for (`ref_type`, `ref`, `argument`), or null.
   [[nodiscard]] completer_fn find_completer(std::string_view ref_type, std::string_view ref,
                                             std::string_view argument) const;
@@ -158,6 +181,8 @@ class server_core {
   /// since. The reference stays valid until this thread's next `view()`, so callers copy
   /// out what they need and never call back into the core while holding it.
   [[nodiscard]] const catalog& view() const;
+  /// True when a handler for notification `method` is registered.
+  [[nodiscard]] bool find_notification(std::string_view method) const;
   /// Applies `change` to the writers' catalog under the writers' lock, then makes it the
   /// one the next `view()` on each thread publishes.
   void edit(const std::function<void(catalog&)>& change);

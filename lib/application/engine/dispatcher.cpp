@@ -131,6 +131,13 @@ task<reply> run_tool([[maybe_unused]] std::shared_ptr<const tool_entry> tool, ta
 
 }  // namespace
 
+std::string missing_extension_data(std::string_view extension) {
+  std::string data = R"({"requiredCapabilities":{"extensions":{)";
+  ir::append_json_string(data, extension);
+  data += ":{}}}}";
+  return data;
+}
+
 std::string encode_cursor(std::string_view next) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string c(cursor_prefix);
@@ -233,8 +240,9 @@ bool is_served(const server& srv, method_kind kind, std::string_view method, pro
     case method_kind::tasks_list: return has(revision, wire_feature::core_tasks) && detail::core(srv).serves_tasks();
     case method_kind::tasks_update: return is_modern(revision) && detail::core(srv).serves_tasks();
     case method_kind::unknown: {
-      const module_method* m = module_method_of(method);
-      return m && m->exists(srv, revision);
+      if (const module_method* m = module_method_of(method)) return m->exists(srv, revision);
+      const auto custom = detail::core(srv).find_method(method);
+      return custom && (is_modern(revision) ? custom->options.in_2026 : custom->options.in_2025);
     }
     default: return true;
   }
@@ -295,6 +303,7 @@ std::variant<reply, task<reply>> dispatcher::dispatch(std::string_view method, c
     case method_kind::tasks_list: break;
     case method_kind::unknown:
       if (const module_method* m = module_method_of(method)) return m->serve(server_, params, scope);
+      if (auto custom = detail::core(server_).find_method(method)) return call_method(std::move(custom), params, scope);
       break;
   }
   return reply::error(ir::errc::method_not_found, "Method not found: " + std::string(method));
@@ -343,15 +352,19 @@ std::string page_json(std::string_view member, const Entries& page, const std::s
 /// `entry` is held for the read (declared before `work`, destroyed after it): a removed
 /// resource's handler must outlive its coroutine.
 task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entry,
-                     task<std::vector<resource_contents>> work, std::string hint) {
+                     task<std::vector<resource_contents>> work, std::string hint, protocol_revision revision) {
   std::vector<resource_contents> contents;
   try {
     contents = co_await std::move(work);
+    for (const resource_contents& c : contents) check_author_meta(c.meta, "the contents of " + c.uri);
   } catch (const std::exception& e) {
     co_return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
   }
   boost::json::array items;
-  for (const resource_contents& c : contents) items.push_back(to_json(c));
+  for (resource_contents& c : contents) {
+    if (!has(revision, wire_feature::descriptor_meta)) c.meta.clear();
+    items.push_back(to_json(c));
+  }
   std::string text = ir::to_json_text(boost::json::object{{"contents", std::move(items)}});
   // `{"contents":[...]}` plus the cache hint before its closing brace.
   text.insert(text.size() - 1, hint);
@@ -422,7 +435,7 @@ std::variant<reply, task<reply>> dispatcher::read_resource(const ir::json_node* 
   } catch (const std::exception& e) {
     return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
   }
-  return run_read(std::move(entry), std::move(work), std::move(hint));
+  return run_read(std::move(entry), std::move(work), std::move(hint), scope.peer.revision);
 }
 
 reply dispatcher::list_prompts(const ir::json_node* params, const request_scope& scope) {
@@ -439,6 +452,7 @@ task<reply> run_prompt(std::shared_ptr<const prompt_entry> entry, task<prompt_re
   prompt_result result;
   try {
     result = co_await std::move(work);
+    check_author_meta(result.meta, "the prompt's result");
   } catch (const std::exception& e) {
     co_return reply::error(ir::errc::internal_error, std::string("Internal error: the prompt failed: ") + e.what());
   }
@@ -586,9 +600,7 @@ std::optional<reply> dispatcher::offer_task(const tool_entry& tool, const ir::js
     if (support == task_support::forbidden) return std::nullopt;
     const bool accepts = peer.has_extension(tasks_extension);
     if (support == task_support::required && !accepts) {
-      std::string data = R"({"requiredCapabilities":{"extensions":{)";
-      ir::append_json_string(data, tasks_extension);
-      data += ":{}}}}";
+      std::string data = missing_extension_data(tasks_extension);
       return reply::error(ir::errc::missing_client_capability,
                           "Missing required client capability: tool " + name + " runs only as a task, and this "
                           "request's _meta did not declare the " + std::string(tasks_extension) + " extension",
@@ -656,6 +668,90 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   }
   return run_tool(std::move(tool), std::move(work), scope.id, scope.peer, detail::core(server_).modern_result_members(),
                   detach_first ? &scope.channel : nullptr);
+}
+
+namespace {
+
+/// Runs a custom method and frames what it returns: the result object with its `_meta`
+/// first (a 2026 result's is merged with the server's there, and JSON allows the key
+/// once), and the method's cache hint for a 2026 client. `entry` is held for the call, as
+/// a tool's is.
+task<reply> run_method([[maybe_unused]] std::shared_ptr<const method_entry> entry, task<std::string> work,
+                       std::string hint) {
+  std::string text;
+  try {
+    text = co_await std::move(work);
+  } catch (const protocol_error& e) {
+    co_return reply::error(e.code(), e.what(), e.data());
+  } catch (const std::exception& e) {
+    co_return reply::error(ir::errc::internal_error, std::string("Internal error: ") + e.what());
+  } catch (...) {
+    co_return reply::error(ir::errc::internal_error, "Internal error: the method failed with an unknown exception");
+  }
+  // The handler's result is an object (method_result_text saw to it); it is read again
+  // only when it may carry a `_meta` to check and put first.
+  if (text.find(R"("_meta")") != std::string::npos) {
+    boost::json::value parsed;
+    std::string error;
+    const std::error_code ec = ir::visit_json(text, [&](const ir::json_node& n) { (void)decode(n, parsed, error); });
+    if (ec || !parsed.is_object())
+      co_return reply::error(ir::errc::internal_error, "Internal error: the method's result is not a JSON object");
+    boost::json::object& result = parsed.as_object();
+    if (const auto* meta = result.if_contains("_meta")) {
+      if (!meta->is_object())
+        co_return reply::error(ir::errc::internal_error,
+                               "Internal error: the method's result has a _meta that is not an object");
+      std::string refused;
+      try {
+        check_author_meta(meta->as_object(), "the method's result");
+      } catch (const std::exception& e) {
+        refused = e.what();
+      }
+      if (!refused.empty()) co_return reply::error(ir::errc::internal_error, "Internal error: " + refused);
+      boost::json::object ordered{{"_meta", *meta}};
+      for (const auto& member : result)
+        if (member.key() != "_meta") ordered.emplace(member.key(), member.value());
+      text = ir::to_json_text(ordered);
+    }
+  }
+  text.insert(text.size() - 1, hint);
+  co_return reply::ok(std::move(text));
+}
+
+}  // namespace
+
+std::variant<reply, task<reply>> dispatcher::call_method(std::shared_ptr<const method_entry> entry,
+                                                         const ir::json_node* params, request_scope& scope) {
+  const method_options& o = entry->options;
+  // A 2026 request without the extension was refused with -32021 before it got here
+  // (admit_modern); a 2025 session declared its extensions in initialize, and a method
+  // it did not declare the extension of does not exist for it.
+  if (!o.extension.empty() && !scope.peer.has_extension(o.extension)) {
+    if (scope.peer.is_modern()) {
+      return reply::error(ir::errc::missing_client_capability,
+                          "Missing required client capability: " + entry->name + " needs the " + o.extension +
+                              " extension",
+                          missing_extension_data(o.extension));
+    }
+    return reply::error(ir::errc::method_not_found, "Method not found: " + entry->name + " belongs to the " +
+                                                        o.extension +
+                                                        " extension, which this session's initialize did not declare");
+  }
+  ir::json_node meta;
+  request_meta m = meta_of(params && params->find("_meta", meta) ? &meta : nullptr);
+  scope.context.emplace(scope.channel, scope.peer, scope.id, std::move(m.progress_token), std::move(scope.stop),
+                        scope.executor, std::move(m.trace));
+  std::string hint;
+  if (o.cache) append_cache_hint(hint, scope.peer, *o.cache);
+  task<std::string> work;
+  try {
+    work = entry->invoke(*scope.context, params);
+  } catch (const protocol_error& e) {
+    return reply::error(e.code(), e.what(), e.data());
+  } catch (const std::exception& e) {
+    return reply::error(ir::errc::internal_error, std::string("Internal error: ") + e.what());
+  }
+  return run_method(std::move(entry), std::move(work), std::move(hint));
 }
 
 }  // namespace droid::detail

@@ -157,6 +157,8 @@ class dispatcher {
   std::variant<reply, task<reply>> get_prompt(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> complete(const ir::json_node* params, request_scope& scope);
   std::variant<reply, task<reply>> read_resource(const ir::json_node* params, request_scope& scope);
+  std::variant<reply, task<reply>> call_method(std::shared_ptr<const method_entry> entry, const ir::json_node* params,
+                                               request_scope& scope);
   std::variant<reply, task<reply>> call_tool(const ir::json_node* params, request_scope& scope);
   std::optional<reply> offer_task(const tool_entry& tool, const ir::json_node* asked, request_scope& scope,
                                   bool& detach_first);
@@ -180,6 +182,11 @@ struct module_method {
 };
 /// Every module method (lib/application/module_methods.cpp).
 [[nodiscard]] std::span<const module_method> module_methods() noexcept;
+
+/// `{"requiredCapabilities":{"extensions":{"<extension>":{}}}}`: the `data` of a -32021
+/// refusal for want of an extension (the tasks extension, a custom method's), so a client
+/// can read what to declare.
+[[nodiscard]] std::string missing_extension_data(std::string_view extension);
 
 /// The id a `progressToken` value names (an integer or a string), or nothing.
 [[nodiscard]] std::optional<ir::request_id> progress_token(const ir::json_node& token);

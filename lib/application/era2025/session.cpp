@@ -277,7 +277,11 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       // Unknown, completed or malformed cancellations are ignored (docs/reliability.md,
       // 2.28).
       if (auto id = cancelled_id(msg.params())) cancel(*id);
+      return;
     }
+    // An extension's notification, to its handler (server::on_notification), once the
+    // session knows what the client declared.
+    if (s.initialized) (void)detail::core(s.srv).deliver_notification(msg, s.peer);
     // Every other notification, known or not, gets no output (docs/reliability.md, 2.11).
     return;
   }

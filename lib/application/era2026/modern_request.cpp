@@ -181,9 +181,7 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
 
   // The task methods, and a tool that runs only as a task, need the tasks extension.
   const auto tasks_refusal = [&](std::string what) {
-    std::string data = R"({"requiredCapabilities":{"extensions":{)";
-    ir::append_json_string(data, tasks_extension);
-    data += ":{}}}}";
+    std::string data = detail::missing_extension_data(tasks_extension);
     return request_refusal{ir::errc::missing_client_capability,
                            "Missing required client capability: " + what + " needs the " +
                                std::string(tasks_extension) + " extension, which this request's _meta." +
@@ -192,6 +190,19 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
   };
   if (detail::dispatcher::is_task_method(method) && !peer.has_extension(tasks_extension))
     return tasks_refusal(std::string(method));
+
+  // A custom method of an extension the request did not declare (tools/call's tools are
+  // looked up below; an unknown name costs one lookup of an empty map).
+  if (auto custom = detail::core(srv).find_method(method);
+      custom && !custom->options.extension.empty() && !peer.has_extension(custom->options.extension)) {
+    const std::string& ext = custom->options.extension;
+    std::string data = detail::missing_extension_data(ext);
+    return request_refusal{ir::errc::missing_client_capability,
+                           "Missing required client capability: " + std::string(method) + " needs the " + ext +
+                               " extension, which this request's _meta." + std::string(capabilities_key) +
+                               " does not declare",
+                           std::move(data), 400};
+  }
 
   if (!tool_name.empty()) {
     if (auto tool = detail::core(srv).find_tool(tool_name)) {

@@ -11,6 +11,7 @@
 #include <boost/json/value.hpp>
 
 #include <droid/domain/ir/codec.hpp>
+#include <droid/domain/mcp/extension.hpp>
 
 namespace droid {
 
@@ -183,11 +184,42 @@ std::string tool_result::to_json() const {
 // of them: that deep copy was most of the cost of answering a small tools/call.
 void tool_result::append_json(std::string& out) const { append_json(out, protocol_revision::v2026_07_28, {}); }
 
+tool_result& tool_result::meta(boost::json::object value) {
+  check_author_meta(value, "a tool result");
+  meta_ = std::move(value);
+  return *this;
+}
+
 void tool_result::append_json(std::string& out, protocol_revision revision, std::string_view leading_members) const {
   out += '{';
+  // The author's keys, each as `"k":v,`, into an open `_meta` object.
+  const auto own_meta = [&] {
+    for (const auto& member : meta_) {
+      ir::append_json_string(out, member.key());
+      out += ':';
+      ir::append_json(out, member.value());
+      out += ',';
+    }
+    out.pop_back();
+  };
+  constexpr std::string_view meta_member = R"("_meta":{)";
+  bool merged = false;
   if (!leading_members.empty()) {
-    out += leading_members;
+    if (!meta_.empty() && leading_members.ends_with('}') && leading_members.find(meta_member) != std::string_view::npos) {
+      out += leading_members.substr(0, leading_members.size() - 1);
+      out += ',';
+      own_meta();
+      out += '}';
+      merged = true;
+    } else {
+      out += leading_members;
+    }
     out += ',';
+  }
+  if (!meta_.empty() && !merged) {
+    out += meta_member;
+    own_meta();
+    out += "},";
   }
   out += R"("content":[)";
   bool first = true;
@@ -242,6 +274,7 @@ std::size_t tool_result::json_size_hint() const noexcept {
   std::size_t n = 32;  // the envelope: {"content":[...],"isError":true}
   for (const content& c : content_) n += c.json_size_hint() + 1;
   if (structured_) n += 22 + json_size(*structured_);
+  if (!meta_.empty()) n += 10 + json_size(meta_);
   return n;
 }
 

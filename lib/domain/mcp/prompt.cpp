@@ -23,11 +23,14 @@ boost::json::object to_json(const prompt_info& info) {
     o["arguments"] = std::move(args);
   }
   if (!info.icons.empty()) o["icons"] = to_json(info.icons);
+  if (!info.meta.empty()) o["_meta"] = info.meta;
   return o;
 }
 
 boost::json::object to_json(const prompt_result& result) {
   boost::json::object o;
+  // First: a 2026 result's own `_meta` is merged with the server's where it leads.
+  if (!result.meta.empty()) o["_meta"] = result.meta;
   if (!result.description.empty()) o["description"] = result.description;
   boost::json::array messages;
   for (const prompt_message& m : result.messages)

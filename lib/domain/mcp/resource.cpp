@@ -26,6 +26,7 @@ void common(boost::json::object& o, const Info& info) {
   if (!info.mime_type.empty()) o["mimeType"] = info.mime_type;
   if (!info.annotations.empty()) o["annotations"] = info.annotations;
   if (!info.icons.empty()) o["icons"] = to_json(info.icons);
+  if (!info.meta.empty()) o["_meta"] = info.meta;
 }
 }  // namespace
 
@@ -47,6 +48,7 @@ boost::json::object to_json(const resource_contents& c) {
   if (!c.mime_type.empty()) o["mimeType"] = c.mime_type;
   if (c.text) o["text"] = *c.text;
   if (c.blob) o["blob"] = *c.blob;
+  if (!c.meta.empty()) o["_meta"] = c.meta;
   return o;
 }
 

@@ -52,6 +52,7 @@ boost::json::object to_json(const tool_info& info) {
   if (!info.icons.empty()) o["icons"] = to_json(info.icons);
   if (info.tasks != task_support::forbidden)
     o["execution"] = boost::json::object{{"taskSupport", to_string(info.tasks)}};
+  if (!info.meta.empty()) o["_meta"] = info.meta;
   return o;
 }
 

@@ -41,6 +41,11 @@ class change_listener {
 /// schema mirrors, whether its call may become a task). Any thread; no lock.
 [[nodiscard]] std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::string_view name);
 
+/// Hands the client's notification `msg` (from `peer`) to the handler `srv` registered for
+/// its method (`server::on_notification`), if any; true when one ran. For a transport that
+/// takes notifications outside a session (stateless HTTP). Runs the handler on the
+/// calling thread; never throws.
+bool deliver_notification(const server& srv, const ir::message& msg, const peer_info& peer);
 /// Tells `listener` of every change `srv` announces until the listener is destroyed (held
 /// weakly: dropping the last reference unsubscribes).
 void listen(const server& srv, const std::shared_ptr<change_listener>& listener);

@@ -64,6 +64,16 @@ struct peer_info {
     const auto* ext = capabilities.if_contains("extensions");
     return ext && ext->is_object() && ext->as_object().contains(name);
   }
+  /// The settings the client declared for extension `name` (`capabilities.extensions`,
+  /// from `initialize` in a 2025 session or the request's `_meta` in 2026-07-28), or
+  /// null when it did not declare it. Why settings and not a yes or no: an extension may
+  /// let a client say what it accepts (MCP Apps' `mimeTypes`, say).
+  [[nodiscard]] const boost::json::object* extension(std::string_view name) const noexcept {
+    const auto* ext = capabilities.if_contains("extensions");
+    if (!ext || !ext->is_object()) return nullptr;
+    const auto* settings = ext->as_object().if_contains(name);
+    return settings && settings->is_object() ? &settings->as_object() : nullptr;
+  }
   /// True when this is a stateless (2026-07-28) request rather than a 2025 session.
   [[nodiscard]] bool is_modern() const noexcept { return droid::is_modern(revision); }
 };

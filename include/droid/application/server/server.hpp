@@ -36,6 +36,7 @@
 #include <boost/json/object.hpp>
 #include <droid/domain/ir/codec.hpp>
 
+#include <droid/application/server/custom_method.hpp>
 #include <droid/application/server/diagnostic.hpp>
 #include <droid/application/server/observer.hpp>
 #include <droid/application/server/peer_info.hpp>
@@ -43,6 +44,7 @@
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
 #include <droid/domain/mcp/content.hpp>
+#include <droid/domain/mcp/extension.hpp>
 #include <droid/domain/mcp/mcp_header.hpp>
 #include <droid/domain/mcp/prompt.hpp>
 #include <droid/domain/mcp/resource.hpp>
@@ -432,6 +434,7 @@ class server {
     entry->key = info.uri;
     if (info.uri.empty() || info.name.empty())
       throw std::invalid_argument("droid: a resource needs a uri and a name");
+    check_author_meta(info.meta, "resource \"" + info.uri + "\"");
     entry->listing = detail::shape_listings(to_json(info), detail::listing_kind::resource);
     entry->cache = info.cache;
     entry->read = adapt_resource_handler(std::forward<Handler>(handler));
@@ -450,6 +453,7 @@ class server {
     entry->key = info.uri_template;
     entry->pattern.emplace(info.uri_template);
     if (info.name.empty()) throw std::invalid_argument("droid: a resource template needs a name");
+    check_author_meta(info.meta, "resource template \"" + info.uri_template + "\"");
     entry->listing = detail::shape_listings(to_json(info), detail::listing_kind::resource_template);
     entry->cache = info.cache;
     entry->read = adapt_resource_handler(std::forward<Handler>(handler));
@@ -557,6 +561,95 @@ class server {
   /// the roots stale so the next tool call re-lists them with `ctx.list_roots()`.
   /// Affinity: called on the session's shard.
   void on_roots_list_changed(std::function<void(const peer_info&)> handler);
+  /// Declares the extension `name` (SEP-2133) with `settings`: clients find it in the
+  /// `extensions` member of the capabilities (`initialize` in 2025, `server/discover` in
+  /// 2026-07-28) and handlers read what the client declared with `peer_info::extension`.
+  /// Declaring it again replaces its settings. Errors: `std::invalid_argument` for a name
+  /// that is not `vendor.prefix/name` (`is_valid_extension_name`), and for the tasks
+  /// extension, which the server declares itself while a tool may run as a task.
+  server& extension(std::string name, boost::json::object settings = {});
+
+  /// Registers the custom request `name`, as an extension defines one (docs/extensions.md).
+  /// `handler` is `task<R>(tool_context&)` or `task<R>(tool_context&, P)`, where `P` (the
+  /// params, without `_meta`) is a described struct or `boost::json::object`, and `R` (the
+  /// result) is a described struct, `boost::json::object` or `void` (`{}`). Params that do
+  /// not decode are -32602; a `protocol_error` thrown by the handler is its JSON-RPC error,
+  /// any other exception -32603. Errors: `std::invalid_argument` for a name MCP defines
+  /// (`is_protocol_method`), a name taken, or an invalid `options.extension`.
+  template <class Handler>
+  server& method(std::string name, Handler&& handler, method_options options = {}) {
+    using H = std::decay_t<Handler>;
+    using traits = detail::callable_traits<H>;
+    using args = typename traits::args;
+    constexpr std::size_t arity = std::tuple_size_v<args>;
+    static_assert(arity == 1 || arity == 2,
+                  "droid: a method handler takes (droid::tool_context&) or (droid::tool_context&, Params)");
+    static_assert(std::is_same_v<std::tuple_element_t<0, args>, tool_context&>,
+                  "droid: a method handler's first parameter must be droid::tool_context&");
+    using R = typename traits::result;
+    static_assert(detail::task_value<R>::is_task, "droid: a method handler returns droid::task<R>");
+    using V = typename detail::task_value<R>::type;
+    static_assert(std::is_void_v<V> || std::is_same_v<V, boost::json::object> || detail::described_struct<V>,
+                  "droid: a method's result is a Boost.Describe'd struct, boost::json::object or void");
+    auto entry = std::make_shared<detail::method_entry>();
+    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+    if constexpr (arity == 2) {
+      static_assert(!std::is_reference_v<std::tuple_element_t<1, args>>,
+                    "droid: take method params by value (a coroutine keeps references)");
+      using P = std::remove_cvref_t<std::tuple_element_t<1, args>>;
+      static_assert(detail::typed_args<P>,
+                    "droid: method params must be a Boost.Describe'd struct or boost::json::object");
+      entry->invoke = [shared](tool_context& ctx, const ir::json_node* params) -> task<std::string> {
+        P p = detail::decode_method_params<P>(params);
+        return detail::method_result((*shared)(ctx, std::move(p)));
+      };
+    } else {
+      entry->invoke = [shared](tool_context& ctx, const ir::json_node*) -> task<std::string> {
+        return detail::method_result((*shared)(ctx));
+      };
+    }
+    entry->name = std::move(name);
+    entry->options = std::move(options);
+    add_method(std::move(entry));
+    return *this;
+  }
+
+  /// Registers what runs when a client sends the custom notification `name`. `handler`
+  /// is `void(const peer_info&)` or `void(const peer_info&, P)` with `P` as for `method`;
+  /// it runs on the shard that received the notification and must not block. A
+  /// notification has no answer: params that do not decode, a client without
+  /// `options.extension`, or a handler that throws are reported as a diagnostic and the
+  /// notification is dropped. Errors: as for `method`.
+  template <class Handler>
+  server& on_notification(std::string name, Handler&& handler, method_options options = {}) {
+    using H = std::decay_t<Handler>;
+    using traits = detail::callable_traits<H>;
+    using args = typename traits::args;
+    constexpr std::size_t arity = std::tuple_size_v<args>;
+    static_assert(arity == 1 || arity == 2,
+                  "droid: a notification handler takes (const droid::peer_info&) or (const droid::peer_info&, Params)");
+    auto entry = std::make_shared<detail::notification_entry>();
+    auto shared = std::make_shared<H>(std::forward<Handler>(handler));
+    if constexpr (arity == 2) {
+      using P = std::remove_cvref_t<std::tuple_element_t<1, args>>;
+      static_assert(detail::typed_args<P>,
+                    "droid: notification params must be a Boost.Describe'd struct or boost::json::object");
+      entry->deliver = [shared](const peer_info& peer, const ir::json_node* params) {
+        (*shared)(peer, detail::decode_method_params<P>(params));
+      };
+    } else {
+      entry->deliver = [shared](const peer_info& peer, const ir::json_node*) { (*shared)(peer); };
+    }
+    entry->name = std::move(name);
+    entry->options = std::move(options);
+    add_notification(std::move(entry));
+    return *this;
+  }
+
+  /// Removes a custom request or notification handler; returns false when none had that
+  /// name. Calls already running finish normally.
+  bool remove_method(std::string_view name);
+
   /// What the server was constructed with.
   [[nodiscard]] const server_info& info() const noexcept { return info_; }
   /// The settings the server was constructed with.
@@ -591,6 +684,8 @@ class server {
   void add_resource(std::shared_ptr<detail::resource_entry> entry, bool is_template);
   void add_prompt(std::shared_ptr<detail::prompt_entry> entry);
   void add_completer(std::string ref_type, std::string ref, std::string argument, detail::completer_fn fn);
+  void add_method(std::shared_ptr<detail::method_entry> entry);
+  void add_notification(std::shared_ptr<detail::notification_entry> entry);
 
   template <class Completer>
   static detail::completer_fn make_completer(Completer&& completer) {

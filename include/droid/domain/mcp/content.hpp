@@ -114,6 +114,10 @@ class tool_result {
   tool_result& structured(boost::json::object value);
   /// Marks the result as a tool execution error.
   tool_result& set_error(bool is_error = true) noexcept;
+  /// Sets the result's `_meta` (what a client or an extension reads beside the content).
+  /// Errors: `std::invalid_argument` for a key whose prefix MCP reserves
+  /// (`is_reserved_meta_key`); thrown in a tool, it becomes the call's `isError` result.
+  tool_result& meta(boost::json::object value);
 
   /// True when the result is a tool execution error (`isError`).
   [[nodiscard]] bool is_error() const noexcept { return is_error_; }
@@ -121,6 +125,8 @@ class tool_result {
   [[nodiscard]] const std::vector<content>& blocks() const noexcept { return content_; }
   /// `structuredContent`, when set.
   [[nodiscard]] const std::optional<boost::json::object>& structured_content() const noexcept { return structured_; }
+  /// `_meta`, empty when not set.
+  [[nodiscard]] const boost::json::object& meta() const noexcept { return meta_; }
 
   /// The `CallToolResult` JSON text.
   [[nodiscard]] std::string to_json() const;
@@ -129,7 +135,9 @@ class tool_result {
   void append_json(std::string& out) const;
   /// The same shaped for a client of `revision` (no `structuredContent` before
   /// 2025-06-18), with `leading_members` (already-serialised `"k":v` pairs, or empty)
-  /// written first inside the object.
+  /// written first inside the object. When those end with a `_meta` member (a 2026
+  /// result's server identity), the result's own `_meta` keys are written into it: JSON
+  /// allows the key once.
   void append_json(std::string& out, protocol_revision revision, std::string_view leading_members) const;
   /// About how many bytes `append_json` will write (never fewer when nothing needs
   /// escaping), so a caller can reserve its buffer once instead of growing it again and again.
@@ -138,6 +146,7 @@ class tool_result {
  private:
   std::vector<content> content_;
   std::optional<boost::json::object> structured_;
+  boost::json::object meta_;
   bool is_error_ = false;
 };
 

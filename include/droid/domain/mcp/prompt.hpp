@@ -30,6 +30,10 @@ struct prompt_info {
   std::string description{};  ///< omitted when empty
   std::vector<prompt_argument> arguments{};  ///< the arguments it takes, in order
   std::vector<icon> icons{};  ///< `icons`, omitted when empty
+  /// `_meta`, verbatim: what a client or an extension reads beside MCP's own fields (an
+  /// MCP App's `ui` link, say). Keys with a reserved prefix are refused at registration
+  /// (`is_reserved_meta_key`); omitted when empty, and for clients before 2025-06-18.
+  boost::json::object meta{};
 };
 
 /// One message of a prompt: a role and one content block (text, image, audio, an
@@ -48,6 +52,8 @@ struct prompt_message {
 struct prompt_result {
   std::string description{};  ///< omitted when empty
   std::vector<prompt_message> messages{};  ///< the messages, in order
+  /// The result's `_meta`, verbatim; a reserved key fails the `prompts/get`.
+  boost::json::object meta{};
 };
 
 /// The prompt's `prompts/list` entry.

@@ -50,6 +50,10 @@ struct resource_info {
   /// The cache hint of this resource's `resources/read` result (2026-07-28 clients);
   /// none: the server's `server_options::cache.reads`.
   std::optional<cache_hint> cache{};
+  /// `_meta`, verbatim: what a client or an extension reads beside MCP's own fields (an
+  /// MCP App's `ui` link, say). Keys with a reserved prefix are refused at registration
+  /// (`is_reserved_meta_key`); omitted when empty, and for clients before 2025-06-18.
+  boost::json::object meta{};
 };
 
 /// A family of resources named by an RFC 6570 template (levels 1 and 2).
@@ -64,6 +68,10 @@ struct resource_template_info {
   /// The cache hint of a `resources/read` of a URI this template matches; none: the
   /// server's `server_options::cache.reads`.
   std::optional<cache_hint> cache{};
+  /// `_meta`, verbatim: what a client or an extension reads beside MCP's own fields (an
+  /// MCP App's `ui` link, say). Keys with a reserved prefix are refused at registration
+  /// (`is_reserved_meta_key`); omitted when empty, and for clients before 2025-06-18.
+  boost::json::object meta{};
 };
 
 /// One item of a `resources/read` result: text or a binary blob.
@@ -73,6 +81,9 @@ struct resource_contents {
   std::optional<std::string> text{};  ///< the text, for text contents
   /// Base64 of the bytes (see `blob_of`).
   std::optional<std::string> blob{};
+  /// `_meta` of this item, verbatim (an MCP App's `ui` settings, say); a reserved key
+  /// fails the read. Omitted when empty, and for clients before 2025-06-18.
+  boost::json::object meta{};
 
   /// Text contents.
   [[nodiscard]] static resource_contents text_of(std::string_view uri, std::string_view text,

@@ -59,6 +59,7 @@ enum class wire_feature : std::uint8_t {
   titles,              ///< 2025-06-18: `title` on tools, resources, prompts, templates
   structured_content,  ///< 2025-06-18: `outputSchema` and `structuredContent`
   resource_links,      ///< 2025-06-18: `resource_link` content blocks
+  descriptor_meta,     ///< 2025-06-18: `_meta` on tools, resources, prompts and contents
   icons,               ///< 2025-11-25: `icons` on descriptors and server info
   result_type,         ///< 2026-07-28: `resultType` on every result, cache hints on lists
   /// 2025-11-25 only: experimental tasks in the core protocol (`execution.taskSupport`,
@@ -74,7 +75,8 @@ enum class wire_feature : std::uint8_t {
     case wire_feature::audio_content: return r >= protocol_revision::v2025_03_26;
     case wire_feature::titles:
     case wire_feature::structured_content:
-    case wire_feature::resource_links: return r >= protocol_revision::v2025_06_18;
+    case wire_feature::resource_links:
+    case wire_feature::descriptor_meta: return r >= protocol_revision::v2025_06_18;
     case wire_feature::icons: return r >= protocol_revision::v2025_11_25;
     case wire_feature::result_type: return r >= protocol_revision::v2026_07_28;
     case wire_feature::core_tasks: return r == protocol_revision::v2025_11_25;

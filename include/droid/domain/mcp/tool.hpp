@@ -75,6 +75,10 @@ struct tool_info {
   /// Whether it may run as a task (docs/tasks.md), and when it becomes one.
   task_support tasks = task_support::forbidden;
   task_start start = task_start::at_once;  ///< see `task_start`
+  /// `_meta`, verbatim: what a client or an extension reads beside MCP's own fields (an
+  /// MCP App's `ui` link, say). Keys with a reserved prefix are refused at registration
+  /// (`is_reserved_meta_key`); omitted when empty, and for clients before 2025-06-18.
+  boost::json::object meta{};
 };
 
 /// The value as `execution.taskSupport` writes it.

@@ -345,6 +345,58 @@ TEST_SUITE("adapters/http/modern") {
     CHECK(answer_of(ok).at("result").at("content").at(0).at("text") == "sampled");
   }
 
+  TEST_CASE("a custom method over HTTP: routed by Mcp-Method, gated on its extension with 400 and -32021") {
+    // An extension's method goes through the checks a built-in one does: the routing
+    // header a gateway read must be the body's method, and the extension the request
+    // did not declare is named so the client can declare it.
+    server_fixture f;
+    f.srv.method(
+        "com.example/search", [](droid::tool_context&, text_args a) -> droid::task<boost::json::object> {
+          co_return boost::json::object{{"found", a.text}};
+        },
+        droid::method_options{.extension = "com.example/search",
+                              .cache = droid::cache_hint{std::chrono::seconds(5), droid::cache_scope::public_}});
+    raw_connection c(f.port());
+    const std::string declared = R"({"extensions":{"com.example/search":{}}})";
+    const http_response ok =
+        post(c, request(1, "com.example/search", R"("text":"x")", meta(declared)), headers("com.example/search"));
+    CHECK(ok.status == 200);
+    const auto result = answer_of(ok).at("result");
+    CHECK(result.at("found") == "x");
+    CHECK(result.at("ttlMs") == 5000);
+    CHECK(result.at("resultType") == "complete");
+    const auto v = check_refusal(post(c, request(2, "com.example/search", R"("text":"x")"), headers("com.example/search")),
+                                 400, -32021, 2);
+    CHECK(v.at("error").at("data") ==
+          boost::json::parse(R"({"requiredCapabilities":{"extensions":{"com.example/search":{}}}})"));
+    check_refusal(post(c, request(3, "com.example/search", R"("text":"x")", meta(declared)), headers("tools/list")), 400,
+                  -32020, 3);
+    // Params are the handler's to decode, as a tool's arguments are: answered in the
+    // response, after the front checks admitted the request.
+    const auto bad = answer_of(post(c, request(4, "com.example/search", R"("text":5)", meta(declared)),
+                                    headers("com.example/search")));
+    CHECK(bad.at("error").at("code") == -32602);
+    CHECK(f.listener->sessions() == 0);
+  }
+
+  TEST_CASE("a custom notification to a stateless server reaches its handler and is answered 202") {
+    droid::http::options o;
+    o.stateless = true;
+    server_fixture f(o);
+    droid::test::event_count heard;
+    std::string note;
+    f.srv.on_notification("com.example/ping", [&](const droid::peer_info& peer, text_args a) {
+      note = a.text + "@" + peer.protocol_version;
+      heard.raise();
+    });
+    raw_connection c(f.port());
+    const http_response r =
+        post(c, R"({"jsonrpc":"2.0","method":"com.example/ping","params":{"text":"hi"}})", "MCP-Protocol-Version: 2025-11-25\r\n");
+    CHECK(r.status == 202);
+    REQUIRE(heard.wait_for(1));
+    CHECK(note == "hi@2025-11-25");
+  }
+
   TEST_CASE("an Mcp-Method that is missing, different or in another letter case is 400 with -32020") {
     // A gateway that admitted one method must not see another run; JSON-RPC method
     // names are case-sensitive, so TOOLS/LIST is another method.

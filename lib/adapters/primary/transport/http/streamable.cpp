@@ -503,7 +503,18 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
         400, ir::errc::invalid_request,
         "Bad Request: this server is stateless (http::options::stateless), so notifications/cancelled cannot "
         "find the request it names; close the request's connection to cancel it");
-  if (!msg.is_request()) co_return co_await c.reply(202, {}, {});
+  peer_info peer;
+  // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
+  peer.protocol_version = version ? std::string(*version) : "2025-03-26";
+  peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
+  peer.principal = who.principal;
+  peer.origin = who.origin;
+  if (!msg.is_request()) {
+    // An extension's notification reaches its handler with what this request says of the
+    // client: no capabilities, since no initialize is kept.
+    if (msg.is_notification()) (void)hosting::deliver_notification(st_.srv, msg, peer);
+    co_return co_await c.reply(202, {}, {});
+  }
   if (msg.method() == "initialize") {
     const initialize_answer answer = answer_initialize(st_.srv, msg.params());
     std::string body;
@@ -514,12 +525,6 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
     }
     co_return co_await c.reply(200, "application/json", body);
   }
-  peer_info peer;
-  // No header: a client older than 2025-06-18, which did not send one (the spec's rule).
-  peer.protocol_version = version ? std::string(*version) : "2025-03-26";
-  peer.revision = parse_revision(peer.protocol_version).value_or(protocol_revision::v2025_03_26);
-  peer.principal = who.principal;
-  peer.origin = who.origin;
   sessionless_call call = start_sessionless(c, 
       msg.method(),
       "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
