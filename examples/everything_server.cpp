@@ -34,6 +34,7 @@
 
 #include <unistd.h>
 
+#include <droid/application/extensions/skills.hpp>
 #include <droid/droid.hpp>
 
 #include "auth_tools.hpp"
@@ -339,6 +340,9 @@ int main(int argc, char** argv) {
   auth_flags auth;
   bool metrics = false;
   std::string state_secret_file;
+  // The two skills of examples/skills (docs/skills.md), found in the source tree this
+  // binary was built from unless --skills names another directory.
+  std::string skills_dir = DROID_EXAMPLE_SKILLS_DIR;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -383,12 +387,16 @@ int main(int argc, char** argv) {
       http.cluster.instance_id = argv[++i];
     } else if (arg == "--state-secret-file" && i + 1 < argc) {
       state_secret_file = argv[++i];
+    } else if (arg == "--skills" && i + 1 < argc) {
+      skills_dir = argv[++i];
+    } else if (arg == "--no-skills") {
+      skills_dir.clear();
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--max-requests-per-address N] [--max-sessions-per-tenant N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--trusted-proxy ADDR]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
-                   "                         [--redis URL [--instance-id NAME]]]\n"
+                   "                         [--redis URL [--instance-id NAME]]] [--skills DIR | --no-skills]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -418,7 +426,10 @@ int main(int argc, char** argv) {
                    "                     through Redis at URL (redis://127.0.0.1:6379); see docs/scale-out.md\n"
                    "  --instance-id N    this instance's name among the others (default: host, pid, random)\n"
                    "  --state-secret-file F  seal 2026-07-28 requestState with the secret in F (at least 32 bytes);\n"
-                   "                     give every instance behind one balancer the same file\n";
+                   "                     give every instance behind one balancer the same file\n"
+                   "  --skills DIR       serve the skills in DIR's subdirectories (the Skills extension, docs/skills.md);\n"
+                   "                     default: the example's own two, " DROID_EXAMPLE_SKILLS_DIR "\n"
+                   "  --no-skills        serve no skills (the extension is not declared)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -434,6 +445,10 @@ int main(int argc, char** argv) {
       "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
       "book_table (asks the user a form), roots (asks the client's roots), reconnect (stream resumption), fail, "
       "client_info.";
+  // Where an agent finds the skills (the Skills extension lets a server point to them).
+  if (!skills_dir.empty())
+    info.instructions += " Skills: skill://table-booking/SKILL.md (book a table), "
+                         "skill://weather-briefing/SKILL.md (a briefing from forecasts).";
   // --metrics: every request counted and timed, served at /metrics on the same listener
   // (docs/observability.md).
   droid::server_options options;
@@ -454,6 +469,14 @@ int main(int argc, char** argv) {
   if (observed) http.routes.push_back(droid::http::metrics_route(observed, server));
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
+  if (!skills_dir.empty()) {
+    try {
+      droid::skills::serve(server, droid::skills::from_directories(skills_dir));
+    } catch (const std::exception& e) {
+      std::cerr << "everything-server: --skills " << skills_dir << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
 
   if (!http.cluster.redis_url.empty() && !http_address) {
     std::cerr << "everything-server: --redis shares HTTP sessions between instances; add --http HOST:PORT\n";

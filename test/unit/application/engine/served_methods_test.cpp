@@ -19,6 +19,8 @@
 
 #include <doctest/doctest.h>
 
+#include <droid/application/extensions/skills.hpp>
+
 #include "application/engine/dispatcher.hpp"
 #include "support.hpp"
 
@@ -30,9 +32,10 @@ struct row {
   std::string only_when;  ///< empty: always
 };
 
-/// The "Methods served" table of docs/README.md, by method. The source tree is found
-/// through DROID_SOURCE_ROOT, which the suite's meson test definition sets.
-std::map<std::string, row> documented() {
+/// The table under `section` of docs/README.md ("Methods served", or "Extension methods"),
+/// by method. The source tree is found through DROID_SOURCE_ROOT, which the suite's meson
+/// test definition sets.
+std::map<std::string, row> documented(const std::string& section = "### Methods served") {
   const char* root = std::getenv("DROID_SOURCE_ROOT");
   REQUIRE_MESSAGE(root != nullptr, "DROID_SOURCE_ROOT is not set (run the suite with meson test)");
   std::ifstream in(std::string(root) + "/docs/README.md");
@@ -41,7 +44,7 @@ std::map<std::string, row> documented() {
   std::string line;
   bool in_section = false;
   while (std::getline(in, line)) {
-    if (line.rfind("### ", 0) == 0 || line.rfind("## ", 0) == 0) in_section = line == "### Methods served";
+    if (line.rfind("### ", 0) == 0 || line.rfind("## ", 0) == 0) in_section = line == section;
     if (!in_section || line.rfind("| `", 0) != 0) continue;
     std::vector<std::string> cells;
     std::stringstream ss(line.substr(1));
@@ -150,5 +153,26 @@ TEST_SUITE("application/served_methods") {
                                   co_return droid::resource_contents::text_of(r.uri, "t");
                                 });
     CHECK(served_in_session(templated, "resources/read"));
+  }
+
+  TEST_CASE("docs/README.md's table of extension methods is what serving the extension adds, in both eras") {
+    const std::map<std::string, row> table = documented("### Extension methods");
+    CHECK(table.size() == 3);
+    droid::server skilled{droid::server_info{.name = "skilled", .version = "1"},
+                          droid::server_options{.log = [](std::string_view) {}}};
+    droid::skills::serve(skilled, {droid::skills::skill{.path = "s", .skill_md = "---\nname: s\ndescription: d\n---\n"}});
+    droid::server bare{droid::server_info{.name = "bare", .version = "1"},
+                       droid::server_options{.log = [](std::string_view) {}}};
+    furnish(bare, true);
+    for (const auto& entry : table) {
+      const std::string& method = entry.first;
+      const row& claim = entry.second;
+      CAPTURE(method);
+      CHECK_FALSE(claim.only_when.empty());
+      CHECK(served_in_session(skilled, method) == claim.in_2025);
+      CHECK(droid::detail::dispatcher::serves(skilled, method, droid::protocol_revision::v2026_07_28) == claim.in_2026);
+      CHECK_FALSE(served_in_session(bare, method));
+      CHECK_FALSE(droid::detail::dispatcher::serves(bare, method, droid::protocol_revision::v2026_07_28));
+    }
   }
 }

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// The Skills extension through a session, with no I/O, in both eras: what `serve`
+/// declares and registers, `skills/list` (pages, digests, cache hints), `skills/get`,
+/// `resources/directory/read` on every directory of the namespace, the skill files as
+/// resources, what registration refuses, and skills read from a directory on disk.
+#include <droid/application/extensions/skills.hpp>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <openssl/evp.h>
+
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+namespace {
+
+const std::string review_md =
+    "---\nname: code-review\ndescription: Review a change against the team's checklist\nmetadata:\n  version: \"1.2\"\n---\n"
+    "# Code review\n\nUse `checklists/` and `templates/summary.md`.\n";
+const std::string refunds_md = "---\nname: refunds\ndescription: >\n  Process refund requests\n  per policy\n---\n# Refunds\n";
+
+std::string sha256(std::string_view bytes) {
+  std::array<unsigned char, 32> md{};
+  unsigned int len = 0;
+  REQUIRE(EVP_Digest(bytes.data(), bytes.size(), md.data(), &len, EVP_sha256(), nullptr) == 1);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (const unsigned char b : md) {
+    out += hex[b >> 4];
+    out += hex[b & 0xF];
+  }
+  return out;
+}
+
+std::vector<droid::skills::skill> sample() {
+  return {
+      droid::skills::skill{.path = "code-review",
+                           .skill_md = review_md,
+                           .files = {{"checklists/security.md", "- inputs are checked\n", ""},
+                                     {"templates/summary.md", "## Summary\n", ""},
+                                     {"logo.bin", std::string("\x89PNG\x00\xff", 6), ""}}},
+      droid::skills::skill{.path = "acme/billing/refunds", .skill_md = refunds_md, .files = {}},
+  };
+}
+
+droid::server_options small_pages() {
+  droid::server_options o;
+  o.log = [](std::string_view) {};
+  o.page_size = 1;
+  return o;
+}
+
+struct fixture : droid::test::session_driver {
+  droid::server srv{droid::server_info{.name = "skills-test", .version = "1"}, small_pages()};
+  fixture() { droid::skills::serve(srv, sample()); }
+  ~fixture() { stop(); }
+  void initialize() {
+    start(srv);
+    (void)out->pop();
+  }
+  /// A 2026-07-28 request of `method` with `members` after its `_meta`.
+  boost::json::value modern(const std::string& method, const std::string& members = "") {
+    if (!s) s = droid::session::create(srv, io.get_executor(), out);
+    feed(R"({"jsonrpc":"2.0","id":3,"method":")" + method +
+         R"(","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}})" +
+         (members.empty() ? "" : "," + members) + "}}");
+    REQUIRE(out->sent.size() == 1);
+    return out->pop();
+  }
+};
+
+int code_of(const boost::json::value& r) { return static_cast<int>(r.at("error").at("code").as_int64()); }
+
+}  // namespace
+
+TEST_SUITE("application/skills") {
+  TEST_CASE("serve declares the extension with directoryRead, and the resources capability with it") {
+    fixture f;
+    const auto d = f.modern("server/discover");
+    const auto& caps = d.at("result").at("capabilities");
+    CHECK(caps.at("extensions").at("io.modelcontextprotocol/skills") == boost::json::parse(R"({"directoryRead":true})"));
+    CHECK(caps.as_object().contains("resources"));
+  }
+
+  TEST_CASE("skills/list pages whole entries with every file's digest and size, and cache hints in 2026") {
+    fixture f;
+    f.initialize();
+    auto r = f.request("skills/list", "{}");
+    const auto& first = r.at("result");
+    REQUIRE(first.at("skills").as_array().size() == 1);  // page_size 1
+    const auto& refunds = first.at("skills").at(0);
+    CHECK(refunds.at("uri") == "skill://acme/billing/refunds/SKILL.md");
+    CHECK(refunds.at("frontmatter") ==
+          boost::json::parse(R"({"name":"refunds","description":"Process refund requests per policy\n"})"));
+    CHECK(refunds.at("resources") == boost::json::parse(R"([{"uri":"skill://acme/billing/refunds/SKILL.md","digest":")" +
+                                                        sha256(refunds_md) + R"(","size":)" +
+                                                        std::to_string(refunds_md.size()) + "}]"));
+    CHECK_FALSE(first.as_object().contains("ttlMs"));  // a 2025 session has no cache hints
+    const std::string cursor(first.at("nextCursor").as_string());
+    r = f.request("skills/list", R"({"cursor":")" + cursor + R"("})");
+    const auto& review = r.at("result").at("skills").at(0);
+    CHECK(review.at("uri") == "skill://code-review/SKILL.md");
+    CHECK(review.at("frontmatter").at("metadata").at("version") == "1.2");
+    const auto& files = review.at("resources").as_array();
+    REQUIRE(files.size() == 4);
+    CHECK(files[0].at("uri") == "skill://code-review/SKILL.md");
+    CHECK(files[0].at("digest").as_string() == sha256(review_md));
+    CHECK(files[1].at("uri") == "skill://code-review/checklists/security.md");
+    CHECK(files[1].at("size") == 21);
+    CHECK_FALSE(r.at("result").as_object().contains("nextCursor"));
+    CHECK(code_of(f.request("skills/list", R"({"cursor":"nope"})")) == -32602);
+
+    const auto modern = f.modern("skills/list");
+    CHECK(modern.at("result").at("ttlMs") == 300000);
+    CHECK(modern.at("result").at("cacheScope") == "public");
+    CHECK(modern.at("result").at("resultType") == "complete");
+  }
+
+  TEST_CASE("skills/get returns one entry, and -32602 for a URI no skill is served at") {
+    fixture f;
+    const auto r = f.modern("skills/get", R"("uri":"skill://code-review/SKILL.md")");
+    CHECK(r.at("result").at("skill").at("frontmatter").at("name") == "code-review");
+    CHECK(r.at("result").at("ttlMs") == 300000);
+    CHECK_FALSE(r.at("result").as_object().contains("nextCursor"));
+    const auto unknown = f.modern("skills/get", R"("uri":"skill://nope/SKILL.md")");
+    CHECK(code_of(unknown) == -32602);
+    CHECK(unknown.at("error").at("message") == "No skill is served at skill://nope/SKILL.md");
+    CHECK(code_of(f.modern("skills/get")) == -32602);
+  }
+
+  TEST_CASE("each file is a resource: SKILL.md named and described by its frontmatter, binary files as blobs") {
+    fixture f;
+    f.initialize();
+    auto r = f.request("resources/read", R"({"uri":"skill://code-review/SKILL.md"})");
+    const auto& c = r.at("result").at("contents").at(0);
+    CHECK(c.at("mimeType") == "text/markdown");
+    CHECK(c.at("text").as_string() == review_md);
+    r = f.request("resources/read", R"({"uri":"skill://code-review/logo.bin"})");
+    CHECK(r.at("result").at("contents").at(0).at("mimeType") == "application/octet-stream");
+    CHECK(r.at("result").at("contents").at(0).as_object().contains("blob"));
+    // resources/list pages by URI; the first page is the refunds skill's SKILL.md.
+    r = f.request("resources/list", "{}");
+    const auto& listed = r.at("result").at("resources").at(0);
+    CHECK(listed.at("uri") == "skill://acme/billing/refunds/SKILL.md");
+    CHECK(listed.at("name") == "refunds");
+    CHECK(listed.at("description") == "Process refund requests per policy\n");
+    CHECK(listed.at("mimeType") == "text/markdown");
+  }
+
+  TEST_CASE("resources/directory/read lists the direct children of every directory of the namespace") {
+    fixture f;
+    auto r = f.modern("resources/directory/read", R"("uri":"skill://code-review")");
+    // page_size 1: follow the cursor through the four children.
+    std::vector<std::string> children;
+    for (int page = 0; page < 10; ++page) {
+      const auto& result = r.at("result");
+      for (const auto& e : result.at("resources").as_array())
+        children.push_back(std::string(e.at("uri").as_string()) + " " + std::string(e.at("mimeType").as_string()));
+      if (!result.as_object().contains("nextCursor")) break;
+      r = f.modern("resources/directory/read", R"("uri":"skill://code-review","cursor":")" +
+                                                   std::string(result.at("nextCursor").as_string()) + R"(")");
+    }
+    CHECK(children == std::vector<std::string>{"skill://code-review/SKILL.md text/markdown",
+                                               "skill://code-review/checklists inode/directory",
+                                               "skill://code-review/logo.bin application/octet-stream",
+                                               "skill://code-review/templates inode/directory"});
+    CHECK(r.at("result").at("ttlMs") == 300000);  // the official client 2.4.0 requires the hint here too
+    r = f.modern("resources/directory/read", R"("uri":"skill://acme")");
+    CHECK(r.at("result").at("resources").at(0) ==
+          boost::json::parse(R"({"uri":"skill://acme/billing","name":"billing","mimeType":"inode/directory"})"));
+    auto refused = f.modern("resources/directory/read", R"("uri":"skill://code-review/SKILL.md")");
+    CHECK(code_of(refused) == -32602);
+    CHECK(refused.at("error").at("message") == "skill://code-review/SKILL.md is not a directory resource");
+    CHECK(code_of(f.modern("resources/directory/read", R"("uri":"skill://none")")) == -32602);
+  }
+
+  TEST_CASE("without directory_read the method does not exist and the settings are empty") {
+    droid::server srv{droid::server_info{.name = "t", .version = "1"}, small_pages()};
+    droid::skills::serve(srv, sample(), droid::skills::options{.directory_read = false});
+    droid::test::session_driver d;
+    d.start(srv);
+    const auto init = d.out->pop();
+    CHECK(init.at("result").at("capabilities").at("extensions").at("io.modelcontextprotocol/skills") ==
+          boost::json::object{});
+    CHECK(code_of(d.request("resources/directory/read", R"({"uri":"skill://code-review"})")) == -32601);
+    d.stop();
+  }
+
+  TEST_CASE("serve refuses what a client could not load or would misread") {
+    const auto refusal = [](droid::skills::skill s) -> std::string {
+      droid::server srv{droid::server_info{.name = "t", .version = "1"}, small_pages()};
+      try {
+        droid::skills::serve(srv, {std::move(s)});
+      } catch (const std::invalid_argument& e) {
+        return e.what();
+      }
+      return "accepted";
+    };
+    const std::string ok = "---\nname: good\ndescription: d\n---\n";
+    CHECK(refusal({"good", ok, {}}) == "accepted");
+    CHECK(refusal({"other", ok, {}}).find("last segment of its path must be its name") != std::string::npos);
+    CHECK(refusal({"Bad", "---\nname: Bad\ndescription: d\n---\n", {}}).find("1 to 64 of a-z") != std::string::npos);
+    CHECK(refusal({"a--b", "---\nname: a--b\ndescription: d\n---\n", {}}).find("1 to 64") != std::string::npos);
+    CHECK(refusal({"good", "---\nname: good\n---\n", {}}).find("needs a `description`") != std::string::npos);
+    CHECK(refusal({"good", "no frontmatter", {}}).find("frontmatter, line 1") != std::string::npos);
+    CHECK(refusal({"good", ok, {{"a.md", "x", ""}, {"a.md", "y", ""}}}).find("given twice") != std::string::npos);
+    CHECK(refusal({"good", ok, {{"../up.md", "x", ""}}}).find("without . or ..") != std::string::npos);
+    CHECK(refusal({"x//good", ok, {}}).find("segments") != std::string::npos);
+    droid::skills::skill many{"good", ok, {}};
+    for (int i = 0; i < 512; ++i) many.files.push_back({"f" + std::to_string(i), "x", ""});
+    CHECK(refusal(many).find("more than 512 files") != std::string::npos);
+  }
+
+  TEST_CASE("from_directories reads each skill directory, skipping hidden files") {
+    namespace fs = std::filesystem;
+    const fs::path root = fs::temp_directory_path() / ("droid-skills-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "code-review" / "templates");
+    fs::create_directories(root / "code-review" / ".git");
+    fs::create_directories(root / "not-a-skill");
+    const auto write = [](const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; };
+    write(root / "code-review" / "SKILL.md", review_md);
+    write(root / "code-review" / "templates" / "summary.md", "## Summary\n");
+    write(root / "code-review" / ".hidden", "x");
+    write(root / "code-review" / ".git" / "HEAD", "x");
+    write(root / "not-a-skill" / "README.md", "x");
+    const auto all = droid::skills::from_directories(root, "team");
+    fs::remove_all(root);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].path == "team/code-review");
+    CHECK(all[0].skill_md == review_md);
+    REQUIRE(all[0].files.size() == 1);
+    CHECK(all[0].files[0].path == "templates/summary.md");
+    CHECK_THROWS_AS((void)droid::skills::from_directory(fs::temp_directory_path() / "droid-no-such-skill"),
+                    std::invalid_argument);
+  }
+}
