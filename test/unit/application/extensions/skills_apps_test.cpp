@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The Skills extension through a session, with no I/O, in both eras: what `serve`
-/// declares and registers, `skills/list` (pages, digests, cache hints), `skills/get`,
-/// `resources/directory/read` on every directory of the namespace, the skill files as
-/// resources, what registration refuses, and skills read from a directory on disk.
+/// The two extensions built on the generic mechanism, through a session with no I/O, in
+/// both eras. Skills: what `serve` declares and registers, `skills/list` (pages, digests,
+/// cache hints), `skills/get`, `resources/directory/read` on every directory of the
+/// namespace, the skill files as resources, what registration refuses, and skills read
+/// from a directory on disk. MCP Apps: a view's resource and its `_meta.ui` on list and
+/// read, the tool link and its visibility, and what a client says it renders.
+#include <droid/application/extensions/apps.hpp>
 #include <droid/application/extensions/skills.hpp>
 
 #include <array>
@@ -244,5 +247,87 @@ TEST_SUITE("application/skills") {
     CHECK(all[0].files[0].path == "templates/summary.md");
     CHECK_THROWS_AS((void)droid::skills::from_directory(fs::temp_directory_path() / "droid-no-such-skill"),
                     std::invalid_argument);
+  }
+}
+
+TEST_SUITE("application/apps") {
+  TEST_CASE("a view is a text/html;profile=mcp-app resource with its _meta.ui on list and read") {
+    droid::server srv{droid::server_info{.name = "apps", .version = "1"}, small_pages()};
+    droid::apps::add_view(srv, droid::apps::view{.uri = "ui://t/card",
+                                                 .name = "card",
+                                                 .html = "<!doctype html><p>card</p>",
+                                                 .csp = {.connect_domains = {"https://api.example.com"},
+                                                         .resource_domains = {"https://cdn.example.com"}},
+                                                 .permissions = {.clipboard_write = true},
+                                                 .domain = "card.example.com",
+                                                 .prefers_border = false});
+    srv.tool(droid::tool_info{.name = "card", .description = "Shows a card", .meta = droid::apps::tool_meta("ui://t/card")},
+             [](droid::tool_context&) -> droid::task<std::string> { co_return "a card"; });
+    srv.tool(droid::tool_info{.name = "card_refresh",
+                              .description = "For the card only",
+                              .meta = droid::apps::tool_meta("ui://t/card", droid::apps::visibility::app_only)},
+             [](droid::tool_context&) -> droid::task<std::string> { co_return "again"; });
+    droid::test::session_driver d;
+    d.start(srv);
+    const auto init = d.out->pop();
+    CHECK(init.at("result").at("capabilities").at("extensions").as_object().contains("io.modelcontextprotocol/ui"));
+    const auto ui = boost::json::parse(R"({"ui":{"csp":{"connectDomains":["https://api.example.com"],)"
+                                       R"("resourceDomains":["https://cdn.example.com"]},)"
+                                       R"("permissions":{"clipboardWrite":{}},"domain":"card.example.com","prefersBorder":false}})");
+    auto r = d.request("resources/list", "{}");
+    const auto& listed = r.at("result").at("resources").at(0);
+    CHECK(listed.at("uri") == "ui://t/card");
+    CHECK(listed.at("mimeType") == "text/html;profile=mcp-app");
+    CHECK(listed.at("_meta") == ui);
+    r = d.request("resources/read", R"({"uri":"ui://t/card"})");
+    const auto& c = r.at("result").at("contents").at(0);
+    CHECK(c.at("mimeType") == "text/html;profile=mcp-app");
+    CHECK(c.at("text") == "<!doctype html><p>card</p>");
+    CHECK(c.at("_meta") == ui);
+    // The link, and app-only visibility, are on the tools' listings; the text stays.
+    r = d.request("tools/list", "{}");
+    for (const auto& t : r.at("result").at("tools").as_array()) {
+      if (t.at("name") == "card") CHECK(t.at("_meta") == boost::json::parse(R"({"ui":{"resourceUri":"ui://t/card"}})"));
+      if (t.at("name") == "card_refresh")
+        CHECK(t.at("_meta") == boost::json::parse(R"({"ui":{"resourceUri":"ui://t/card","visibility":["app"]}})"));
+    }
+    CHECK(d.request("tools/call", R"({"name":"card"})").at("result").at("content").at(0).at("text") == "a card");
+    d.stop();
+  }
+
+  TEST_CASE("a view's URI, name and document are checked, and a tool can only link a ui:// view") {
+    droid::server srv{droid::server_info{.name = "apps", .version = "1"}, small_pages()};
+    CHECK_THROWS_AS(droid::apps::add_view(srv, {.uri = "https://x/card", .name = "n", .html = "<p>"}), std::invalid_argument);
+    CHECK_THROWS_AS(droid::apps::add_view(srv, {.uri = "ui://", .name = "n", .html = "<p>"}), std::invalid_argument);
+    CHECK_THROWS_AS(droid::apps::add_view(srv, {.uri = "ui://x", .name = "", .html = "<p>"}), std::invalid_argument);
+    CHECK_THROWS_AS(droid::apps::add_view(srv, {.uri = "ui://x", .name = "n", .html = ""}), std::invalid_argument);
+    CHECK_THROWS_AS((void)droid::apps::tool_meta("file:///x"), std::invalid_argument);
+    CHECK(droid::apps::tool_meta("ui://x", droid::apps::visibility::model_only) ==
+          boost::json::parse(R"({"ui":{"resourceUri":"ui://x","visibility":["model"]}})"));
+  }
+
+  TEST_CASE("client_renders_apps reads the client's mimeTypes, from initialize and from a 2026 request") {
+    droid::server srv{droid::server_info{.name = "apps", .version = "1"}, small_pages()};
+    srv.tool("renders", "Says whether the client renders apps", [](droid::tool_context& ctx) -> droid::task<std::string> {
+      co_return droid::apps::client_renders_apps(ctx.peer()) ? "yes" : "no";
+    });
+    const auto answer = [&](const std::string& capabilities) {
+      droid::test::session_driver d;
+      d.start(srv, capabilities);
+      (void)d.out->pop();
+      const auto r = d.request("tools/call", R"({"name":"renders"})");
+      d.stop();
+      return std::string(r.at("result").at("content").at(0).at("text").as_string());
+    };
+    CHECK(answer(R"({"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}})") == "yes");
+    CHECK(answer(R"({"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/uri-list"]}}})") == "no");
+    CHECK(answer(R"({"extensions":{"io.modelcontextprotocol/ui":{}}})") == "no");
+    CHECK(answer("{}") == "no");
+    droid::test::session_driver d;
+    d.s = droid::session::create(srv, d.io.get_executor(), d.out);
+    d.feed(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+           R"("io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}},"name":"renders"}})");
+    CHECK(d.out->pop().at("result").at("content").at(0).at("text") == "yes");
+    d.stop();
   }
 }
