@@ -17,7 +17,7 @@ namespace {
 constexpr module_method listen_method{
     "subscriptions/listen", [](const server&, protocol_revision revision) { return is_modern(revision); },
     [](server& srv, const ir::json_node* params, request_scope& scope) {
-      return listen(srv, params, scope.channel, scope.id, std::move(scope.stop), scope.executor);
+      return listen(srv, params, scope.peer, scope.channel, scope.id, std::move(scope.stop), scope.executor);
     }};
 
 constexpr module_method table[] = {listen_method};

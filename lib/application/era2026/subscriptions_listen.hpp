@@ -27,10 +27,15 @@ namespace droid::detail {
 /// `channel`, then forwards every matching change until `stop` is requested (the client
 /// closed the stream or sent `notifications/cancelled`, or the server is stopping).
 ///
+/// With `taskIds`, it also pushes each of the caller's named tasks (`notifications/tasks`)
+/// when it changes, and once at the start.
+///
 /// Lifetime: `channel` and `id` belong to the request's record, which outlives the task;
-/// `params` is read during the call only.
-/// Errors: `invalid_params` when `notifications` is missing or not a filter object.
-[[nodiscard]] std::variant<reply, task<reply>> listen(server& srv, const ir::json_node* params, request_channel& channel,
+/// `params` and `peer` are read during the call only.
+/// Errors: `invalid_params` when `notifications` is missing or not a filter object;
+/// `missing_client_capability` for `taskIds` without the tasks extension.
+[[nodiscard]] std::variant<reply, task<reply>> listen(server& srv, const ir::json_node* params, const peer_info& peer,
+                                                      request_channel& channel,
                                                       const ir::request_id& id, std::stop_token stop,
                                                       const asio::any_io_executor& executor);
 

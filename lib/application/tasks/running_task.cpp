@@ -87,11 +87,8 @@ detail::reply not_found(std::string_view id) {
 std::string request_runner::impl::task_owner(const peer_info& peer) const {
   // Appended, not `"s" + std::to_string(...)`: g++ 12 at -O3 warns (-Wrestrict, a false
   // positive) on a literal prepended to a temporary string, and warnings fail the build.
+  if (peer.is_modern()) return detail::modern_task_owner(peer);
   std::string owner;
-  if (peer.is_modern()) {
-    if (!peer.principal.empty()) owner.append("p:").append(peer.principal);
-    return owner;
-  }
   owner.append("s").append(std::to_string(serial)).append(":").append(peer.principal);
   return owner;
 }

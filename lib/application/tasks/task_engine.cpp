@@ -19,13 +19,84 @@
 
 namespace droid::detail {
 
+namespace {
+
+/// The store as the engine hands it out: every change that goes through it is also told
+/// to the engine's task listeners, after the store applied it.
+class observed_store final : public task_store {
+ public:
+  observed_store(std::shared_ptr<task_store> inner, const task_engine& engine)
+      : inner_(std::move(inner)), engine_(engine) {}
+  std::optional<task_refusal> create(task_record record) override { return inner_->create(std::move(record)); }
+  std::optional<task_record> get(std::string_view id, std::string_view owner) override { return inner_->get(id, owner); }
+  std::optional<task_page> list(std::string_view owner, std::string_view after, std::size_t limit) override {
+    return inner_->list(owner, after, limit);
+  }
+  bool ask(std::string_view id, std::string key, std::string request_json) override {
+    const bool asked = inner_->ask(id, std::move(key), std::move(request_json));
+    if (asked) engine_.changed(id);
+    return asked;
+  }
+  std::vector<std::string> answered(std::string_view id, const std::vector<std::string>& keys) override {
+    std::vector<std::string> taken = inner_->answered(id, keys);
+    if (!taken.empty()) engine_.changed(id);
+    return taken;
+  }
+  void set_message(std::string_view id, std::string message) override {
+    inner_->set_message(id, std::move(message));
+    engine_.changed(id);
+  }
+  bool finish(std::string_view id, task_status status, std::string result, std::string error,
+              std::string message) override {
+    const bool first = inner_->finish(id, status, std::move(result), std::move(error), std::move(message));
+    if (first) engine_.changed(id);
+    return first;
+  }
+  void remove(std::string_view id) override { inner_->remove(id); }
+
+ private:
+  std::shared_ptr<task_store> inner_;
+  const task_engine& engine_;
+};
+
+}  // namespace
+
 task_engine::task_engine(const server_options::task_options& options)
     : options_(options),
       memory_(options.store ? nullptr
                             : std::make_shared<memory_task_store>(options.max_tasks, options.max_result_bytes,
                                                                   memory_task_store::clock_fn{},
                                                                   options.max_tasks_per_tenant)),
-      store_(options.store ? options.store : memory_) {}
+      store_(std::make_shared<observed_store>(options.store ? options.store : memory_, *this)) {}
+
+std::string modern_task_owner(const peer_info& peer) {
+  std::string owner;
+  if (!peer.principal.empty()) owner.append("p:").append(peer.principal);
+  return owner;
+}
+
+void task_engine::listen(const std::shared_ptr<task_listener>& listener) {
+  std::lock_guard lock(listeners_mutex_);
+  std::erase_if(listeners_, [](const std::weak_ptr<task_listener>& l) { return l.expired(); });
+  listeners_.push_back(listener);
+  listening_.store(listeners_.size(), std::memory_order_relaxed);
+}
+
+void task_engine::changed(std::string_view id) const {
+  if (listening_.load(std::memory_order_relaxed) == 0) return;
+  std::vector<std::shared_ptr<task_listener>> live;
+  {
+    std::lock_guard lock(listeners_mutex_);
+    std::erase_if(listeners_, [&](const std::weak_ptr<task_listener>& l) {
+      std::shared_ptr<task_listener> p = l.lock();
+      if (!p) return true;
+      live.push_back(std::move(p));
+      return false;
+    });
+    listening_.store(listeners_.size(), std::memory_order_relaxed);
+  }
+  for (const auto& l : live) l->task_changed(id);
+}
 
 std::string task_engine::mint_id() { return base64url_encode(random_bytes(16)); }
 

@@ -15,6 +15,7 @@
 ///   results inlined in `tasks/get`).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <droid/application/server/task_store.hpp>
 #include <droid/application/server/server.hpp>
@@ -34,6 +36,21 @@ namespace droid::detail {
 
 /// The `_meta` key that ties a message to its task (2025-11-25).
 inline constexpr std::string_view related_task_key = "io.modelcontextprotocol/related-task";
+
+/// Told when a task's record changes in this process (a question asked or answered, its
+/// message set, its end), to push the new state to a client that asked for it
+/// (`notifications/tasks` on a 2026 `subscriptions/listen` stream).
+/// Affinity: called on whichever thread made the change; implementations post to their own.
+class task_listener {
+ public:
+  virtual ~task_listener() = default;
+  /// Task `id` changed; its record in the store is the new state.
+  virtual void task_changed(std::string_view id) = 0;
+};
+
+/// The owner a 2026-07-28 request's tasks are recorded under: its principal, or nobody.
+/// Why here: `subscriptions/listen` checks the tasks it is asked about as `tasks/get` does.
+[[nodiscard]] std::string modern_task_owner(const peer_info& peer);
 
 /// What a server's shards share about tasks.
 ///
@@ -67,12 +84,23 @@ class task_engine {
   void stop_tool(const std::string& id) const;
   [[nodiscard]] std::size_t running() const;
 
+  /// Tells `listener` of every change to a task made through this process's store until
+  /// the listener is destroyed (held weakly). A change made by another instance of a
+  /// cluster is not seen here.
+  void listen(const std::shared_ptr<task_listener>& listener);
+  /// Tells the listeners that task `id` changed (the store decorator calls it).
+  void changed(std::string_view id) const;
+
  private:
   server_options::task_options options_;
   std::shared_ptr<memory_task_store> memory_;
   std::shared_ptr<task_store> store_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::weak_ptr<request_runner>> running_;
+  /// Guards `listeners_`; `listening_` lets a change with no listener skip the lock.
+  mutable std::mutex listeners_mutex_;
+  mutable std::vector<std::weak_ptr<task_listener>> listeners_;
+  mutable std::atomic<std::size_t> listening_{0};
 };
 
 /// `2026-12-01T15:30:00.123Z`: ISO 8601 in UTC with milliseconds, as both eras want.

@@ -305,6 +305,62 @@ TEST_SUITE("application/tasks") {
     CHECK(droid::live_frames() == 0);
   }
 
+  TEST_CASE("2026: subscriptions/listen with taskIds pushes each change of the caller's tasks as tasks/get has it") {
+    {
+      fixture f;
+      const std::string id = task_of(f.send(call(1, "two")));
+      droid::test::poll(f.io);
+      // Without the extension, asking for task notifications is refused naming it.
+      const auto refused = f.send(modern(2, "subscriptions/listen", R"("notifications":{"taskIds":["x"]})", without_tasks));
+      CHECK(code_of(refused) == -32021);
+      CHECK(refused.at("error").at("data").at("requiredCapabilities").at("extensions").as_object().contains(
+          "io.modelcontextprotocol/tasks"));
+      CHECK(code_of(f.send(modern(3, "subscriptions/listen", R"("notifications":{"taskIds":"x"})"))) == -32602);
+
+      // The task that exists is acknowledged (an unknown one is not), and its state now
+      // comes at once: it is waiting for two answers.
+      f.feed(modern(20, "subscriptions/listen", R"("notifications":{"taskIds":[")" + id + R"(","no-such-task"]})"));
+      std::vector<boost::json::value> seen;
+      const auto drain = [&] {
+        droid::test::poll(f.io);
+        while (!f.out->sent.empty()) seen.push_back(f.out->pop());
+      };
+      drain();
+      REQUIRE(seen.size() == 2);
+      CHECK(seen[0].at("method") == "notifications/subscriptions/acknowledged");
+      CHECK(seen[0].at("params").at("notifications").at("taskIds") == boost::json::array{boost::json::string(id)});
+      const auto& first = seen[1].at("params");
+      CHECK(seen[1].at("method") == "notifications/tasks");
+      CHECK(first.at("taskId").as_string() == id);
+      CHECK(first.at("status") == "input_required");
+      CHECK(first.at("inputRequests").as_object().size() == 2);
+      CHECK(first.at("_meta").at("io.modelcontextprotocol/subscriptionId") == 20);
+      seen.clear();
+
+      // Each answer changes the task; the last one ends it with its result inlined.
+      // (Fed, not sent: `send` drops the notifications that come before its answer.)
+      f.feed(on_task(4, "tasks/update", id, R"(,"inputResponses":{"first":{"action":"accept","content":{"name":"Ann"}}})"));
+      drain();
+      f.feed(on_task(5, "tasks/update", id, R"(,"inputResponses":{"second":{"action":"accept","content":{"name":"Bo"}}})"));
+      drain();
+      std::vector<std::string> statuses;
+      for (const auto& m : seen) {
+        if (!m.as_object().contains("method") || m.at("method") != "notifications/tasks") continue;
+        statuses.emplace_back(m.at("params").at("status").as_string());
+      }
+      REQUIRE_FALSE(statuses.empty());
+      CHECK(statuses.front() == "input_required");  // one question left
+      CHECK(statuses.back() == "completed");
+      for (const auto& m : seen)
+        if (m.as_object().contains("method") && m.at("params").at("status") == "completed")
+          CHECK(m.at("params").at("result").at("content").at(0).at("text") == "Ann+Bo");
+      // The same state is not sent twice.
+      for (std::size_t i = 1; i < statuses.size(); ++i)
+        CHECK((statuses[i] != statuses[i - 1] || statuses[i] == "input_required"));
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
   TEST_CASE("2026: cancelling a running task stops its tool; cancelling a finished one is acknowledged too") {
     {
       fixture f;
