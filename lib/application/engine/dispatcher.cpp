@@ -357,6 +357,9 @@ task<reply> run_read([[maybe_unused]] std::shared_ptr<const resource_entry> entr
   try {
     contents = co_await std::move(work);
     for (const resource_contents& c : contents) check_author_meta(c.meta, "the contents of " + c.uri);
+  } catch (const protocol_error& e) {
+    // A handler's own answer: a template whose variables name nothing says -32602, say.
+    co_return reply::error(e.code(), e.what(), e.data());
   } catch (const std::exception& e) {
     co_return reply::error(ir::errc::internal_error, std::string("Internal error: reading the resource failed: ") + e.what());
   }

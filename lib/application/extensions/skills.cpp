@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -169,8 +170,35 @@ struct catalog {
   /// Each directory's direct children by name: a file's listing, or a directory's.
   std::map<std::string, std::map<std::string, boost::json::object>, std::less<>> directories;
   std::set<std::string, std::less<>> files;  ///< every file URI (not a directory)
+  /// The roots of the skills whose files are made when read, with what lists them.
+  std::map<std::string, std::function<std::optional<std::vector<std::string>>(std::string_view)>, std::less<>>
+      dynamic_roots;
   std::size_t page_size = 100;
 };
+
+/// The children of directory `asked` of a skill whose files are made when read (`root` is
+/// its root), as directory entries, or none when `asked` is not one of its directories.
+std::optional<std::map<std::string, boost::json::object>> dynamic_children(
+    const std::string& root, const std::function<std::optional<std::vector<std::string>>(std::string_view)>& list,
+    std::string_view asked) {
+  const std::string_view rel = asked.size() == root.size() ? std::string_view() : asked.substr(root.size() + 1);
+  std::optional<std::vector<std::string>> names;
+  if (list) names = list(rel);
+  else if (rel.empty()) names.emplace();
+  if (!names) return std::nullopt;
+  const std::string base = std::string(asked) + "/";
+  std::map<std::string, boost::json::object> out;
+  if (rel.empty())
+    out["SKILL.md"] = boost::json::object{{"uri", base + "SKILL.md"}, {"name", "SKILL.md"}, {"mimeType", "text/markdown"}};
+  for (const std::string& n : *names) {
+    const bool dir = n.ends_with('/');
+    const std::string name = dir ? n.substr(0, n.size() - 1) : n;
+    if (name.empty() || name.find('/') != std::string::npos) continue;  // not a direct child
+    out[name] = boost::json::object{{"uri", base + name}, {"name", name},
+                                    {"mimeType", dir ? std::string(directory_type) : mime_of(name, {})}};
+  }
+  return out;
+}
 
 /// Reads the `cursor` member of `params`: the key to start at (empty: the first page).
 std::string start_of(const boost::json::object& params) {
@@ -243,81 +271,115 @@ std::vector<skill> from_directories(const std::filesystem::path& root, std::stri
   return out;
 }
 
-void serve(server& srv, std::vector<skill> skills, options opts) {
+void serve(server& srv, std::vector<skill> skills, options opts) { serve(srv, std::move(skills), {}, std::move(opts)); }
+
+void serve(server& srv, std::vector<skill> skills, std::vector<dynamic_skill> dynamic, options opts) {
   auto cat = std::make_shared<catalog>();
   cat->page_size = srv.options().page_size;
   std::vector<served_file> files;
   std::vector<std::string_view> segments;
-  for (skill& s : skills) {
-    if (!segments_of(s.path, segments)) refuse(s.path, "its path must be /-separated segments of URI characters");
+  // A skill's SKILL.md as the entry has it: the frontmatter, checked against the naming
+  // rules and the path (whose segments are left in `segments`).
+  struct checked {
     boost::json::object frontmatter;
+    std::string name;
+    std::string description;
+  };
+  const auto check = [&](const std::string& path, std::string_view skill_md) {
+    if (!segments_of(path, segments)) refuse(path, "its path must be /-separated segments of URI characters");
+    checked c;
     try {
-      frontmatter = parse_frontmatter(s.skill_md);
+      c.frontmatter = parse_frontmatter(skill_md);
     } catch (const std::invalid_argument& e) {
-      refuse(s.path, e.what());
+      refuse(path, e.what());
     }
-    const auto* name = frontmatter.if_contains("name");
-    const auto* description = frontmatter.if_contains("description");
-    if (!name || !name->is_string() || name->as_string().empty())
-      refuse(s.path, "its SKILL.md frontmatter needs a `name`");
+    const auto* name = c.frontmatter.if_contains("name");
+    const auto* description = c.frontmatter.if_contains("description");
+    if (!name || !name->is_string() || name->as_string().empty()) refuse(path, "its SKILL.md frontmatter needs a `name`");
     if (!description || !description->is_string() || description->as_string().empty())
-      refuse(s.path, "its SKILL.md frontmatter needs a `description`");
-    const std::string skill_name(name->as_string());
-    if (!is_skill_name(skill_name))
-      refuse(s.path, "its name \"" + skill_name +
-                         "\" must be 1 to 64 of a-z, 0-9 and hyphens, with no hyphen first, last or next to another");
-    if (segments.back() != skill_name)
-      refuse(s.path, "the last segment of its path must be its name, \"" + skill_name + "\"");
+      refuse(path, "its SKILL.md frontmatter needs a `description`");
+    c.name = std::string(name->as_string());
+    c.description = std::string(description->as_string());
+    if (!is_skill_name(c.name))
+      refuse(path, "its name \"" + c.name +
+                       "\" must be 1 to 64 of a-z, 0-9 and hyphens, with no hyphen first, last or next to another");
+    if (segments.back() != c.name) refuse(path, "the last segment of its path must be its name, \"" + c.name + "\"");
+    if (cat->entries.contains(std::string(scheme) + path + "/SKILL.md"))
+      refuse(path, "two skills are served at " + std::string(scheme) + path + "/SKILL.md");
+    return c;
+  };
+  // Serves one fixed file of the skill at `path`: its resource, its manifest entry, and
+  // every directory on the way, from the skill path's first segment down.
+  const auto add = [&](const std::string& path, std::set<std::string>& seen, boost::json::array& manifest,
+                       std::string rel, std::string content, std::string mime, resource_info info) {
+    std::vector<std::string_view> parts;
+    if (!segments_of(rel, parts)) refuse(path, "the file path \"" + rel + "\" must be relative, without . or ..");
+    if (!seen.insert(rel).second) refuse(path, "the file " + rel + " is given twice");
+    info.uri = std::string(scheme) + path + "/" + rel;
+    if (info.name.empty()) info.name = std::string(parts.back());
+    info.mime_type = mime.empty() ? mime_of(rel, content) : std::move(mime);
+    info.size = static_cast<std::int64_t>(content.size());
+    info.cache = opts.cache;
+    manifest.push_back(boost::json::object{
+        {"uri", info.uri}, {"digest", digest_of(content)}, {"size", static_cast<std::int64_t>(content.size())}});
+    std::string dir = std::string(scheme);
+    std::vector<std::string_view> all = segments;
+    all.insert(all.end(), parts.begin(), parts.end());
+    for (std::size_t k = 0; k + 1 < all.size(); ++k) {
+      if (k) dir += '/';
+      dir += all[k];
+      const bool last = k + 2 == all.size();
+      boost::json::object child = last ? to_json(info)
+                                       : boost::json::object{{"uri", dir + "/" + std::string(all[k + 1])},
+                                                             {"name", std::string(all[k + 1])},
+                                                             {"mimeType", directory_type}};
+      cat->directories[dir].insert_or_assign(std::string(all[k + 1]), std::move(child));
+    }
+    if (!cat->files.insert(info.uri).second) refuse(path, "two files are served at " + info.uri);
+    files.push_back(served_file{std::move(info), std::move(content)});
+  };
 
-    const std::string root = std::string(scheme) + s.path;
-    const std::string skill_uri = root + "/SKILL.md";
-    if (cat->entries.contains(skill_uri)) refuse(s.path, "two skills are served at " + skill_uri);
+  for (skill& s : skills) {
+    checked c = check(s.path, s.skill_md);
     if (s.files.size() + 1 > max_files)
       refuse(s.path, "it has more than " + std::to_string(max_files) + " files, which clients need not load");
     std::size_t total = s.skill_md.size();
     for (const file& f : s.files) total += f.content.size();
     if (total > max_bytes) refuse(s.path, "its files exceed 16 MiB together, which clients need not load");
-
     boost::json::array manifest;
     std::set<std::string> seen;
-    const auto add = [&](std::string rel, std::string content, std::string mime, resource_info info) {
-      std::vector<std::string_view> parts;
-      if (!segments_of(rel, parts)) refuse(s.path, "the file path \"" + rel + "\" must be relative, without . or ..");
-      if (!seen.insert(rel).second) refuse(s.path, "the file " + rel + " is given twice");
-      info.uri = root + "/" + rel;
-      if (info.name.empty()) info.name = std::string(parts.back());
-      info.mime_type = mime.empty() ? mime_of(rel, content) : std::move(mime);
-      info.size = static_cast<std::int64_t>(content.size());
-      info.cache = opts.cache;
-      manifest.push_back(boost::json::object{
-          {"uri", info.uri}, {"digest", digest_of(content)}, {"size", static_cast<std::int64_t>(content.size())}});
-      // Every directory on the way, from the skill path's first segment down.
-      std::string dir = std::string(scheme);
-      std::vector<std::string_view> all = segments;
-      all.insert(all.end(), parts.begin(), parts.end());
-      for (std::size_t k = 0; k + 1 < all.size(); ++k) {
-        if (k) dir += '/';
-        dir += all[k];
-        const bool last = k + 2 == all.size();
-        boost::json::object child =
-            last ? to_json(info)
-                 : boost::json::object{{"uri", dir + "/" + std::string(all[k + 1])},
-                                       {"name", std::string(all[k + 1])},
-                                       {"mimeType", directory_type}};
-        cat->directories[dir].insert_or_assign(std::string(all[k + 1]), std::move(child));
-      }
-      if (!cat->files.insert(info.uri).second) refuse(s.path, "two files are served at " + info.uri);
-      files.push_back(served_file{std::move(info), std::move(content)});
-    };
-    add("SKILL.md", s.skill_md, "text/markdown",
-        resource_info{.name = skill_name, .description = std::string(description->as_string())});
+    add(s.path, seen, manifest, "SKILL.md", s.skill_md, "text/markdown",
+        resource_info{.name = c.name, .description = c.description});
     for (file& f : s.files) {
       if (f.path == "SKILL.md") refuse(s.path, "SKILL.md is given as a file too");
-      add(std::move(f.path), std::move(f.content), std::move(f.mime_type), resource_info{});
+      add(s.path, seen, manifest, std::move(f.path), std::move(f.content), std::move(f.mime_type), resource_info{});
     }
+    const std::string skill_uri = std::string(scheme) + s.path + "/SKILL.md";
     cat->entries.emplace(skill_uri, boost::json::object{{"uri", skill_uri},
-                                                        {"frontmatter", std::move(frontmatter)},
+                                                        {"frontmatter", std::move(c.frontmatter)},
                                                         {"resources", std::move(manifest)}});
+  }
+  // Skills whose files are made when read: SKILL.md as a fixed file, the rest through a
+  // template over the skill's root, and a manifest that says so.
+  struct dynamic_files {
+    std::string root;
+    std::string name;
+    std::function<task<std::optional<file>>(tool_context&, std::string)> read;
+  };
+  std::vector<dynamic_files> templates;
+  for (dynamic_skill& d : dynamic) {
+    if (!d.read) refuse(d.path, "a skill whose files are made when read needs `read`");
+    checked c = check(d.path, d.skill_md);
+    boost::json::array ignored;
+    std::set<std::string> seen;
+    add(d.path, seen, ignored, "SKILL.md", d.skill_md, "text/markdown",
+        resource_info{.name = c.name, .description = c.description});
+    const std::string root = std::string(scheme) + d.path;
+    cat->dynamic_roots.emplace(root, std::move(d.list));
+    cat->entries.emplace(root + "/SKILL.md", boost::json::object{{"uri", root + "/SKILL.md"},
+                                                                 {"frontmatter", std::move(c.frontmatter)},
+                                                                 {"resources", "dynamic"}});
+    templates.push_back(dynamic_files{root, c.name, std::move(d.read)});
   }
   // A directory is never also a file (a skill path that is another skill's file).
   for (const auto& [dir, children] : cat->directories)
@@ -335,6 +397,24 @@ void serve(server& srv, std::vector<skill> skills, options opts) {
       if (is_textual(mime) && is_utf8(*content)) co_return resource_contents::text_of(uri, *content, mime);
       co_return resource_contents::blob_of(uri, *content, mime);
     });
+  }
+
+  for (dynamic_files& t : templates) {
+    auto read = std::make_shared<decltype(t.read)>(std::move(t.read));
+    srv.resource_template(
+        resource_template_info{.uri_template = t.root + "/{+file}",
+                               .name = t.name + "-files",
+                               .description = "The files of the skill " + t.name + ", made when read",
+                               .cache = cache_hint{std::chrono::milliseconds(0), cache_scope::private_}},
+        [read, root = t.root](tool_context& ctx, resource_request r) -> task<resource_contents> {
+          const std::string rel = r.variables.at("file");
+          task<std::optional<file>> pending = (*read)(ctx, rel);
+          std::optional<file> f = co_await std::move(pending);
+          if (!f) throw protocol_error(-32602, "No file is served at " + r.uri);
+          const std::string mime = f->mime_type.empty() ? mime_of(rel, f->content) : f->mime_type;
+          if (is_textual(mime) && is_utf8(f->content)) co_return resource_contents::text_of(r.uri, f->content, mime);
+          co_return resource_contents::blob_of(r.uri, f->content, mime);
+        });
   }
 
   // No client declaration gates these: the extension defines none, and a client calls
@@ -361,13 +441,22 @@ void serve(server& srv, std::vector<skill> skills, options opts) {
                const auto* uri = params.if_contains("uri");
                if (!uri || !uri->is_string()) throw protocol_error(-32602, "Invalid params: uri must be a string");
                const std::string_view asked = uri->as_string();
+               const std::string from = start_of(params);
+               // A directory of a skill whose files are made when read is listed by it.
+               for (const auto& [root, list] : cat->dynamic_roots) {
+                 if (asked != root && !(asked.starts_with(root) && asked[root.size()] == '/')) continue;
+                 std::optional<std::map<std::string, boost::json::object>> children =
+                     dynamic_children(root, list, asked);
+                 if (!children) throw protocol_error(-32602, std::string(asked) + ": no directory resource is served there");
+                 co_return page_of(*children, from, cat->page_size, "resources",
+                                   [](const auto& child) { return child.second; });
+               }
                const auto dir = cat->directories.find(asked);
                if (dir == cat->directories.end()) {
                  throw protocol_error(-32602, std::string(asked) + (cat->files.contains(asked)
                                                                         ? " is not a directory resource"
                                                                         : ": no directory resource is served there"));
                }
-               const std::string from = start_of(params);
                co_return page_of(dir->second, from, cat->page_size, "resources",
                                  [](const auto& child) { return child.second; });
              },

@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,25 @@ struct skill {
   std::string skill_md{};
   /// Every other file of the skill (a client is told of each, with its digest).
   std::vector<file> files{};
+};
+
+/// A skill whose files are made when they are read (a report from live data, say): its
+/// entry's manifest is `"dynamic"` (there are no digests to publish, and a client that
+/// insists on them may decline it). Its `SKILL.md` is fixed, since a client compares its
+/// frontmatter with the entry's; every other file is read through `read`.
+struct dynamic_skill {
+  /// As `skill::path`.
+  std::string path{};
+  /// As `skill::skill_md`.
+  std::string skill_md{};
+  /// The file at `file_path` (from the skill's root, `/`-separated, never `SKILL.md`), or
+  /// none when there is no such file (the client gets -32602). Runs on the request's
+  /// shard, like a resource handler.
+  std::function<task<std::optional<file>>(tool_context&, std::string file_path)> read{};
+  /// The direct children of the directory `dir_path` (empty: the skill's root), each a
+  /// file's name or a directory's name followed by `/`; none when it is not a directory.
+  /// Unset: the root lists `SKILL.md` alone, and there are no other directories.
+  std::function<std::optional<std::vector<std::string>>(std::string_view dir_path)> list{};
 };
 
 /// How skills are served.
@@ -92,5 +113,11 @@ struct options {
 /// 512 files or 16 MiB in one skill (the limits every client must accept), and what
 /// registering the resources and methods throws.
 void serve(server& srv, std::vector<skill> skills, options opts = {});
+
+/// The same with skills whose files are made when read (`dynamic_skill`), beside the
+/// fixed ones: the rules on paths, names and frontmatter are the same; the file limits
+/// apply to what a fixed skill publishes only.
+/// Errors: as `serve` above, and `std::invalid_argument` for a dynamic skill without `read`.
+void serve(server& srv, std::vector<skill> skills, std::vector<dynamic_skill> dynamic, options opts = {});
 
 }  // namespace droid::skills

@@ -66,7 +66,9 @@ droid::server_options small_pages() {
 
 struct fixture : droid::test::session_driver {
   droid::server srv{droid::server_info{.name = "skills-test", .version = "1"}, small_pages()};
-  fixture() { droid::skills::serve(srv, sample()); }
+  explicit fixture(std::vector<droid::skills::dynamic_skill> dynamic = {}) {
+    droid::skills::serve(srv, sample(), std::move(dynamic));
+  }
   ~fixture() { stop(); }
   void initialize() {
     start(srv);
@@ -186,6 +188,52 @@ TEST_SUITE("application/skills") {
     CHECK(code_of(refused) == -32602);
     CHECK(refused.at("error").at("message") == "skill://code-review/SKILL.md is not a directory resource");
     CHECK(code_of(f.modern("resources/directory/read", R"("uri":"skill://none")")) == -32602);
+  }
+
+  TEST_CASE("a skill whose files are made when read: a dynamic manifest, its reader's files, its lister's directories") {
+    droid::skills::dynamic_skill daily{
+        .path = "reports/daily",
+        .skill_md = "---\nname: daily\ndescription: Today's report from live data\n---\n# Daily\nRead `data/today.csv`.\n",
+        .read = [](droid::tool_context&, std::string path) -> droid::task<std::optional<droid::skills::file>> {
+          if (path == "data/today.csv") co_return droid::skills::file{.path = path, .content = "a,b\n1,2\n"};
+          co_return std::nullopt;
+        },
+        .list = [](std::string_view dir) -> std::optional<std::vector<std::string>> {
+          if (dir.empty()) return std::vector<std::string>{"data/"};
+          if (dir == "data") return std::vector<std::string>{"today.csv"};
+          return std::nullopt;
+        }};
+    fixture f({std::move(daily)});
+    auto r = f.modern("skills/get", R"("uri":"skill://reports/daily/SKILL.md")");
+    CHECK(r.at("result").at("skill").at("resources") == "dynamic");
+    CHECK(r.at("result").at("skill").at("frontmatter").at("name") == "daily");
+    r = f.modern("resources/read", R"("uri":"skill://reports/daily/data/today.csv")");
+    const auto& c = r.at("result").at("contents").at(0);
+    CHECK(c.at("text") == "a,b\n1,2\n");
+    CHECK(c.at("mimeType") == "text/csv");
+    r = f.modern("resources/read", R"("uri":"skill://reports/daily/nope.md")");
+    CHECK(code_of(r) == -32602);
+    CHECK(r.at("error").at("message") == "No file is served at skill://reports/daily/nope.md");
+    r = f.modern("resources/read", R"("uri":"skill://reports/daily/SKILL.md")");
+    CHECK(r.at("result").at("contents").at(0).at("text").as_string().starts_with("---\nname: daily"));
+    // Directories: its own through its lister (page_size is 1 here), the prefix's as any.
+    r = f.modern("resources/directory/read", R"("uri":"skill://reports/daily")");
+    CHECK(r.at("result").at("resources").at(0) ==
+          boost::json::parse(R"({"uri":"skill://reports/daily/SKILL.md","name":"SKILL.md","mimeType":"text/markdown"})"));
+    const std::string next(r.at("result").at("nextCursor").as_string());
+    r = f.modern("resources/directory/read", R"("uri":"skill://reports/daily","cursor":")" + next + R"(")");
+    CHECK(r.at("result").at("resources").at(0) ==
+          boost::json::parse(R"({"uri":"skill://reports/daily/data","name":"data","mimeType":"inode/directory"})"));
+    r = f.modern("resources/directory/read", R"("uri":"skill://reports/daily/data")");
+    CHECK(r.at("result").at("resources").at(0).at("mimeType") == "text/csv");
+    CHECK(code_of(f.modern("resources/directory/read", R"("uri":"skill://reports/daily/none")")) == -32602);
+    r = f.modern("resources/directory/read", R"("uri":"skill://reports")");
+    CHECK(r.at("result").at("resources").at(0).at("uri") == "skill://reports/daily");
+
+    droid::server srv{droid::server_info{.name = "t", .version = "1"}, small_pages()};
+    CHECK_THROWS_AS(droid::skills::serve(srv, {}, {droid::skills::dynamic_skill{
+                                                       .path = "x", .skill_md = "---\nname: x\ndescription: d\n---\n"}}),
+                    std::invalid_argument);
   }
 
   TEST_CASE("without directory_read the method does not exist and the settings are empty") {
