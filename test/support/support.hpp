@@ -17,38 +17,16 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/adapters/primary/testing/run.hpp>
 #include <droid/application/server/outbound.hpp>
 #include <droid/application/spawn.hpp>
 #include <droid/application/task.hpp>
 
 namespace droid::test {
 
-/// Runs `t` on `io` until it completes and returns its value (or rethrows).
-template <class T>
-T run(asio::io_context& io, task<T> t) {
-  std::exception_ptr failure;
-  std::optional<std::conditional_t<std::is_void_v<T>, int, T>> value;
-  bool done = false;
-  if constexpr (std::is_void_v<T>) {
-    spawn(io.get_executor(), std::move(t), [&](std::exception_ptr e) {
-      failure = e;
-      value.emplace(0);
-      done = true;
-    });
-  } else {
-    spawn(io.get_executor(), std::move(t), [&](std::exception_ptr e, T v) {
-      failure = e;
-      value.emplace(std::move(v));
-      done = true;
-    });
-  }
-  io.restart();
-  while (!done && io.run_one() > 0) {
-  }
-  if (failure) std::rethrow_exception(failure);
-  if (!done) throw std::runtime_error("task did not complete: the io_context ran out of work");
-  if constexpr (!std::is_void_v<T>) return std::move(*value);
-}
+/// Runs `t` on `io` until it completes and returns its value (or rethrows): the public
+/// helper users' tests call too.
+using droid::testing::run;
 
 /// Runs everything that is ready, without blocking on timers in the future.
 inline std::size_t poll(asio::io_context& io) {

@@ -40,8 +40,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <droid/adapters/primary/testing/run.hpp>
 #include <droid/application/server/server.hpp>
-#include <droid/application/spawn.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/mcp/schema.hpp>
 
@@ -155,34 +155,5 @@ class client {
   class impl;
   std::shared_ptr<impl> impl_;
 };
-
-/// Runs `work` on `io` until it completes and returns its value, or rethrows what it
-/// threw: the blocking helper for a plain test case. Throws `std::runtime_error` when
-/// `io` runs out of work first (the task waits for something that will never come).
-template <class T>
-T run(asio::io_context& io, task<T> work) {
-  std::exception_ptr failure;
-  std::optional<std::conditional_t<std::is_void_v<T>, int, T>> value;
-  bool done = false;
-  if constexpr (std::is_void_v<T>) {
-    spawn(io.get_executor(), std::move(work), [&](std::exception_ptr e) {
-      failure = e;
-      value.emplace(0);
-      done = true;
-    });
-  } else {
-    spawn(io.get_executor(), std::move(work), [&](std::exception_ptr e, T v) {
-      failure = e;
-      value.emplace(std::move(v));
-      done = true;
-    });
-  }
-  io.restart();
-  while (!done && io.run_one() > 0) {
-  }
-  if (failure) std::rethrow_exception(failure);
-  if (!done) throw std::runtime_error("droid::testing::run: the task did not complete (the io_context ran out of work)");
-  if constexpr (!std::is_void_v<T>) return std::move(*value);
-}
 
 }  // namespace droid::testing
