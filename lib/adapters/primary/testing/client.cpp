@@ -26,6 +26,9 @@ constexpr std::string_view modern_version = "2026-07-28";
 
 }  // namespace
 
+/// The client's state, shared with the pipe the session sends through (weakly) and with
+/// the coroutines answering the server's questions (strongly, until they end): a test may
+/// destroy the client while the server still unwinds a tool that talks to it.
 class client::impl : public std::enable_shared_from_this<impl> {
  public:
   /// The session's outbound: what the server sends goes straight to the client. Held
@@ -72,7 +75,7 @@ class client::impl : public std::enable_shared_from_this<impl> {
     if (has_method && m.contains("id")) {
       // A question: answered off this call, which is inside the session's send.
       asio::post(executor_, [self = shared_from_this(), request = std::move(m)]() mutable {
-        spawn(self->executor_, self->answer(std::move(request)), [](std::exception_ptr) {});
+        spawn(self->executor_, self->answer(std::move(request), self), [](std::exception_ptr) {});
       });
       return;
     }
@@ -83,8 +86,9 @@ class client::impl : public std::enable_shared_from_this<impl> {
     }
   }
 
-  /// Answers the server's request `request` with the handler for its method.
-  task<void> answer(boost::json::object request) {
+  /// Answers the server's request `request` with the handler for its method. `keep` holds
+  /// this state for the coroutine's life (a member coroutine's `this` does not).
+  task<void> answer(boost::json::object request, [[maybe_unused]] std::shared_ptr<impl> keep) {
     const std::string method(request.at("method").as_string());
     boost::json::object params;
     if (const auto* p = request.if_contains("params"); p && p->is_object()) params = p->as_object();
