@@ -110,16 +110,9 @@ std::shared_ptr<const method_entry> server_core::find_method(std::string_view na
   return entry_of(c.methods, name);
 }
 
-bool server_core::deliver_notification(std::string_view method, const ir::json_node* params,
-                                       const peer_info& peer) const {
-  std::shared_ptr<const notification_entry> entry;
-  {
-    const catalog& c = view();
-    if (c.notifications.empty()) return false;
-    entry = entry_of(c.notifications, method);
-  }
-  if (!entry) return false;
-  const method_options& o = entry->options;
+bool server_core::deliver_to(const notification_entry& entry, std::string_view method, const ir::json_node* params,
+                             const peer_info& peer) const {
+  const method_options& o = entry.options;
   const auto dropped = [&](std::string_view why) {
     owner_.diagnose(diagnostic_level::warning, "a custom notification was dropped",
                     {{"method", method}, {"error", why}});
@@ -131,7 +124,7 @@ bool server_core::deliver_notification(std::string_view method, const ir::json_n
   if (params && params->kind() == ir::json_node::type::null) params = nullptr;
   if (params && params->kind() != ir::json_node::type::object) return dropped("params must be an object");
   try {
-    entry->deliver(peer, params);
+    entry.deliver(peer, params);
   } catch (const std::exception& e) {
     return dropped(e.what());
   } catch (...) {
@@ -141,23 +134,23 @@ bool server_core::deliver_notification(std::string_view method, const ir::json_n
 }
 
 bool server_core::deliver_notification(const ir::message& msg, const peer_info& peer) const {
-  if (!find_notification(msg.method())) return false;
+  std::shared_ptr<const notification_entry> entry;
+  {
+    const catalog& c = view();
+    if (c.notifications.empty()) return false;
+    entry = entry_of(c.notifications, msg.method());
+  }
+  if (!entry) return false;
   const ir::json_kind kind = msg.params_kind();
-  if (kind == ir::json_kind::absent || kind == ir::json_kind::null)
-    return deliver_notification(msg.method(), nullptr, peer);
+  if (kind == ir::json_kind::absent || kind == ir::json_kind::null) return deliver_to(*entry, msg.method(), nullptr, peer);
   bool delivered = false;
   std::string_view detail;
-  if (ir::visit_params(msg, [&](const ir::json_node& p) { delivered = deliver_notification(msg.method(), &p, peer); },
+  if (ir::visit_params(msg, [&](const ir::json_node& p) { delivered = deliver_to(*entry, msg.method(), &p, peer); },
                        &detail)) {
     owner_.diagnose(diagnostic_level::warning, "a custom notification was dropped",
                     {{"method", msg.method()}, {"error", detail}});
   }
   return delivered;
-}
-
-bool server_core::find_notification(std::string_view method) const {
-  const catalog& c = view();
-  return !c.notifications.empty() && c.notifications.contains(method);
 }
 
 server_core::server_core(const server& owner, std::shared_ptr<multi_round_context> multi_round,

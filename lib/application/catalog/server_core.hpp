@@ -137,12 +137,10 @@ class server_core {
                                                                              std::string& next) const;
   /// The custom method `name`, or null.
   [[nodiscard]] std::shared_ptr<const method_entry> find_method(std::string_view name) const;
-  /// Hands the client's notification `method` to its custom handler, if one is
-  /// registered for `peer`'s era and extensions; true when one ran. A handler's failure
-  /// (undecodable params, an exception) is reported as a diagnostic, never thrown.
-  bool deliver_notification(std::string_view method, const ir::json_node* params, const peer_info& peer) const;
-  /// The same for notification `msg`, whose params are parsed only when a handler for
-  /// its method is registered.
+  /// Hands the client's notification `msg` to its custom handler, if one is registered
+  /// for `peer`'s era and extensions; true when one ran. Its params are parsed only when
+  /// there is a handler. A handler's failure (undecodable params, an exception) is
+  /// reported as a diagnostic, never thrown.
   bool deliver_notification(const ir::message& msg, const peer_info& peer) const;
   /// The completer for (`ref_type`, `ref`, `argument`), or null.
   [[nodiscard]] completer_fn find_completer(std::string_view ref_type, std::string_view ref,
@@ -181,8 +179,10 @@ class server_core {
   /// since. The reference stays valid until this thread's next `view()`, so callers copy
   /// out what they need and never call back into the core while holding it.
   [[nodiscard]] const catalog& view() const;
-  /// True when a handler for notification `method` is registered.
-  [[nodiscard]] bool find_notification(std::string_view method) const;
+  /// Runs `entry` for notification `method` with `params` (null: none), as
+  /// `deliver_notification` says.
+  bool deliver_to(const notification_entry& entry, std::string_view method, const ir::json_node* params,
+                  const peer_info& peer) const;
   /// Applies `change` to the writers' catalog under the writers' lock, then makes it the
   /// one the next `view()` on each thread publishes.
   void edit(const std::function<void(catalog&)>& change);

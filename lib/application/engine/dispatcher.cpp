@@ -262,6 +262,11 @@ bool dispatcher::serves(const server& srv, std::string_view method, protocol_rev
   return is_served(srv, kind_of(method), method, revision);
 }
 
+std::shared_ptr<const method_entry> dispatcher::custom_method(const server& srv, std::string_view method) {
+  if (kind_of(method) != method_kind::unknown || module_method_of(method)) return nullptr;
+  return detail::core(srv).find_method(method);
+}
+
 bool dispatcher::is_task_method(std::string_view method) noexcept {
   switch (kind_of(method)) {
     case method_kind::tasks_get:
@@ -679,11 +684,15 @@ namespace {
 /// first (a 2026 result's is merged with the server's there, and JSON allows the key
 /// once), and the method's cache hint for a 2026 client. `entry` is held for the call, as
 /// a tool's is.
-task<reply> run_method([[maybe_unused]] std::shared_ptr<const method_entry> entry, task<std::string> work,
+task<reply> run_method([[maybe_unused]] std::shared_ptr<const method_entry> entry, task<boost::json::object> work,
                        std::string hint) {
-  std::string text;
+  boost::json::object result;
   try {
-    text = co_await std::move(work);
+    result = co_await std::move(work);
+    if (const auto* meta = result.if_contains("_meta")) {
+      if (!meta->is_object()) throw std::invalid_argument("the method's result has a _meta that is not an object");
+      check_author_meta(meta->as_object(), "the method's result");
+    }
   } catch (const protocol_error& e) {
     co_return reply::error(e.code(), e.what(), e.data());
   } catch (const std::exception& e) {
@@ -691,33 +700,23 @@ task<reply> run_method([[maybe_unused]] std::shared_ptr<const method_entry> entr
   } catch (...) {
     co_return reply::error(ir::errc::internal_error, "Internal error: the method failed with an unknown exception");
   }
-  // The handler's result is an object (method_result_text saw to it); it is read again
-  // only when it may carry a `_meta` to check and put first.
-  if (text.find(R"("_meta")") != std::string::npos) {
-    boost::json::value parsed;
-    std::string error;
-    const std::error_code ec = ir::visit_json(text, [&](const ir::json_node& n) { (void)decode(n, parsed, error); });
-    if (ec || !parsed.is_object())
-      co_return reply::error(ir::errc::internal_error, "Internal error: the method's result is not a JSON object");
-    boost::json::object& result = parsed.as_object();
-    if (const auto* meta = result.if_contains("_meta")) {
-      if (!meta->is_object())
-        co_return reply::error(ir::errc::internal_error,
-                               "Internal error: the method's result has a _meta that is not an object");
-      std::string refused;
-      try {
-        check_author_meta(meta->as_object(), "the method's result");
-      } catch (const std::exception& e) {
-        refused = e.what();
-      }
-      if (!refused.empty()) co_return reply::error(ir::errc::internal_error, "Internal error: " + refused);
-      boost::json::object ordered{{"_meta", *meta}};
-      for (const auto& member : result)
-        if (member.key() != "_meta") ordered.emplace(member.key(), member.value());
-      text = ir::to_json_text(ordered);
+  std::string text;
+  if (const auto* meta = result.if_contains("_meta"); meta && result.begin()->key() != "_meta") {
+    text = R"({"_meta":)";
+    ir::append_json(text, *meta);
+    for (const auto& member : result) {
+      if (member.key() == "_meta") continue;
+      text += ',';
+      ir::append_json_string(text, member.key());
+      text += ':';
+      ir::append_json(text, member.value());
     }
+    text += '}';
+  } else {
+    ir::append_json(text, result);
   }
-  text.insert(text.size() - 1, hint);
+  // The hint's members start with a comma, which an empty object must not keep.
+  text.insert(text.size() - 1, text == "{}" && !hint.empty() ? std::string_view(hint).substr(1) : hint);
   co_return reply::ok(std::move(text));
 }
 
@@ -726,27 +725,21 @@ task<reply> run_method([[maybe_unused]] std::shared_ptr<const method_entry> entr
 std::variant<reply, task<reply>> dispatcher::call_method(std::shared_ptr<const method_entry> entry,
                                                          const ir::json_node* params, request_scope& scope) {
   const method_options& o = entry->options;
-  // A 2026 request without the extension was refused with -32021 before it got here
-  // (admit_modern); a 2025 session declared its extensions in initialize, and a method
-  // it did not declare the extension of does not exist for it.
-  if (!o.extension.empty() && !scope.peer.has_extension(o.extension)) {
-    if (scope.peer.is_modern()) {
-      return reply::error(ir::errc::missing_client_capability,
-                          "Missing required client capability: " + entry->name + " needs the " + o.extension +
-                              " extension",
-                          missing_extension_data(o.extension));
-    }
+  // A 2026 request without the extension was refused with -32021 before it got here, by
+  // admit_modern, which every transport calls first; a 2025 session declared its
+  // extensions in initialize, and a method it did not declare the extension of does not
+  // exist for it.
+  if (!scope.peer.is_modern() && !o.extension.empty() && !scope.peer.has_extension(o.extension))
     return reply::error(ir::errc::method_not_found, "Method not found: " + entry->name + " belongs to the " +
                                                         o.extension +
                                                         " extension, which this session's initialize did not declare");
-  }
   ir::json_node meta;
   request_meta m = meta_of(params && params->find("_meta", meta) ? &meta : nullptr);
   scope.context.emplace(scope.channel, scope.peer, scope.id, std::move(m.progress_token), std::move(scope.stop),
                         scope.executor, std::move(m.trace));
   std::string hint;
   if (o.cache) append_cache_hint(hint, scope.peer, *o.cache);
-  task<std::string> work;
+  task<boost::json::object> work;
   try {
     work = entry->invoke(*scope.context, params);
   } catch (const protocol_error& e) {

@@ -148,6 +148,11 @@ class dispatcher {
   /// True for the task methods (`tasks/get` and the rest), which the runner serves
   /// itself: they concern its task table.
   [[nodiscard]] static bool is_task_method(std::string_view method) noexcept;
+  /// The custom method `method` names (`server::method`), or null for a built-in or a
+  /// module's method (and for a name nothing serves). Why a built-in's name is told apart
+  /// first: the admission of every 2026 request asks, and a tools/call then pays one
+  /// comparison instead of a catalog lookup.
+  [[nodiscard]] static std::shared_ptr<const method_entry> custom_method(const server& srv, std::string_view method);
 
  private:
   reply list_tools(const ir::json_node* params, const request_scope& scope);

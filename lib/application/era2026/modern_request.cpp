@@ -191,9 +191,9 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
   if (detail::dispatcher::is_task_method(method) && !peer.has_extension(tasks_extension))
     return tasks_refusal(std::string(method));
 
-  // A custom method of an extension the request did not declare (tools/call's tools are
-  // looked up below; an unknown name costs one lookup of an empty map).
-  if (auto custom = detail::core(srv).find_method(method);
+  // A custom method of an extension the request did not declare (a built-in method's
+  // name is told apart first, so tools/call pays one comparison for this).
+  if (auto custom = detail::dispatcher::custom_method(srv, method);
       custom && !custom->options.extension.empty() && !peer.has_extension(custom->options.extension)) {
     const std::string& ext = custom->options.extension;
     std::string data = detail::missing_extension_data(ext);

@@ -21,6 +21,7 @@
 
 #include <openssl/evp.h>
 
+#include <droid/domain/ir/codec.hpp>
 #include <droid/domain/mcp/frontmatter.hpp>
 
 namespace droid::skills {
@@ -68,27 +69,6 @@ bool segments_of(std::string_view path, std::vector<std::string_view>& out) {
   }
 }
 
-/// True when `bytes` are well-formed UTF-8 (lead and continuation bytes; overlong
-/// three- and four-byte forms are not looked for).
-bool is_utf8(std::string_view bytes) {
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    std::size_t len = 1;
-    if (c >= 0x80) {
-      if (c >= 0xC2 && c <= 0xDF) len = 2;
-      else if ((c >> 4) == 0xE) len = 3;
-      else if (c >= 0xF0 && c <= 0xF4) len = 4;
-      else return false;
-      if (i + len > bytes.size()) return false;
-      for (std::size_t k = 1; k < len; ++k)
-        if ((static_cast<unsigned char>(bytes[i + k]) >> 6) != 0x2) return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
 std::string mime_of(std::string_view path, std::string_view content) {
   const std::size_t dot = path.rfind('.');
   const std::string_view ext = dot == std::string_view::npos || path.find('/', dot) != std::string_view::npos
@@ -104,7 +84,7 @@ std::string mime_of(std::string_view path, std::string_view content) {
   }};
   for (const auto& [e, type] : known)
     if (e == ext) return std::string(type);
-  return is_utf8(content) ? "text/plain" : "application/octet-stream";
+  return ir::is_utf8(content) ? "text/plain" : "application/octet-stream";
 }
 
 /// True for a type whose UTF-8 content is sent as text rather than base64.
@@ -394,7 +374,7 @@ void serve(server& srv, std::vector<skill> skills, std::vector<dynamic_skill> dy
     const std::string uri = f.info.uri;
     const std::string mime = f.info.mime_type;
     srv.resource(std::move(f.info), [content, uri, mime](tool_context&) -> task<resource_contents> {
-      if (is_textual(mime) && is_utf8(*content)) co_return resource_contents::text_of(uri, *content, mime);
+      if (is_textual(mime) && ir::is_utf8(*content)) co_return resource_contents::text_of(uri, *content, mime);
       co_return resource_contents::blob_of(uri, *content, mime);
     });
   }
@@ -412,7 +392,7 @@ void serve(server& srv, std::vector<skill> skills, std::vector<dynamic_skill> dy
           std::optional<file> f = co_await std::move(pending);
           if (!f) throw protocol_error(-32602, "No file is served at " + r.uri);
           const std::string mime = f->mime_type.empty() ? mime_of(rel, f->content) : f->mime_type;
-          if (is_textual(mime) && is_utf8(f->content)) co_return resource_contents::text_of(r.uri, f->content, mime);
+          if (is_textual(mime) && ir::is_utf8(f->content)) co_return resource_contents::text_of(r.uri, f->content, mime);
           co_return resource_contents::blob_of(r.uri, f->content, mime);
         });
   }

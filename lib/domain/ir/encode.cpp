@@ -67,6 +67,19 @@ int utf8_sequence(std::string_view s, std::size_t i) noexcept {
 
 }  // namespace
 
+bool is_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const int len = utf8_sequence(s, i);
+    if (len <= 0) return false;
+    i += static_cast<std::size_t>(len);
+  }
+  return true;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   static constexpr std::uint64_t highs = 0x8080808080808080ULL;

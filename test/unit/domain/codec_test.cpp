@@ -406,3 +406,27 @@ TEST_SUITE("domain/ir/encode") {
     CHECK(droid::ir::to_json_text(o) == R"({"a":20,"b":3.5,"c":null,"d":-7})");
   }
 }
+
+TEST_SUITE("domain/ir/encode") {
+  TEST_CASE("is_utf8 holds exactly for the bytes append_json_string writes unchanged") {
+    for (const std::string_view s : {std::string_view(""), std::string_view("plain"), std::string_view("caf\xC3\xA9"),
+                                     std::string_view("\xF0\x9F\x98\x80")}) {
+      CAPTURE(s);
+      CHECK(droid::ir::is_utf8(s));
+      std::string out;
+      droid::ir::append_json_string(out, s);
+      CHECK(out == "\"" + std::string(s) + "\"");
+    }
+    // An overlong form, a surrogate, past U+10FFFF, a lone continuation, a cut sequence:
+    // each is rewritten by the encoder, so none may be sent as text.
+    for (const std::string_view s : {std::string_view("\xC0\xAF"), std::string_view("\xED\xA0\x80"),
+                                     std::string_view("\xF4\x90\x80\x80"), std::string_view("\x80"),
+                                     std::string_view("\xE2\x82")}) {
+      CAPTURE(s);
+      CHECK_FALSE(droid::ir::is_utf8(s));
+      std::string out;
+      droid::ir::append_json_string(out, s);
+      CHECK(out != "\"" + std::string(s) + "\"");
+    }
+  }
+}

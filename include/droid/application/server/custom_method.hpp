@@ -53,10 +53,11 @@ struct method_entry {
   std::string name;
   method_options options;
   /// Decodes `params` now (they are valid only during this call) and returns the task
-  /// that computes the result object's JSON text. Throws `protocol_error` (-32602) for
-  /// params that do not decode; the task may throw `protocol_error` for any other
-  /// JSON-RPC error, and any other exception becomes -32603.
-  std::function<task<std::string>(tool_context&, const ir::json_node* params)> invoke;
+  /// that computes the result object. Throws `protocol_error` (-32602) for params that do
+  /// not decode; the task may throw `protocol_error` for any other JSON-RPC error, and
+  /// any other exception becomes -32603. Why an object and not its text: the engine
+  /// puts its `_meta` first before writing it, once.
+  std::function<task<boost::json::object>(tool_context&, const ir::json_node* params)> invoke;
 };
 
 /// A registered custom notification's handler: the sender's view and its params (null
@@ -90,26 +91,21 @@ P decode_method_params(const ir::json_node* params) {
   }
 }
 
-/// The JSON text of a custom method's result `value`, which must be an object.
+/// A custom method's result as the object it is sent as: `{}` for `void`, a described
+/// struct's members, or the object itself.
 template <class R>
-std::string method_result_text(const R& value) {
-  if constexpr (std::is_same_v<R, boost::json::object>) {
-    return ir::to_json_text(value);
-  } else {
-    const boost::json::value json = to_json_value(value);
-    if (!json.is_object()) throw protocol_error(-32603, "Internal error: the method's result is not a JSON object");
-    return ir::to_json_text(json);
-  }
-}
-
-template <class R>
-task<std::string> method_result(task<R> work) {
+task<boost::json::object> method_result(task<R> work) {
   if constexpr (std::is_void_v<R>) {
     co_await std::move(work);
-    co_return std::string("{}");
+    co_return boost::json::object{};
+  } else if constexpr (std::is_same_v<R, boost::json::object>) {
+    co_return co_await std::move(work);
   } else {
     R value = co_await std::move(work);
-    co_return method_result_text(value);
+    boost::json::value json = to_json_value(value);
+    // A described struct is written as an object; this is the guard for one that is not.
+    if (!json.is_object()) throw protocol_error(-32603, "Internal error: the method's result is not a JSON object");
+    co_return std::move(json.as_object());
   }
 }
 

@@ -599,12 +599,12 @@ class server {
       using P = std::remove_cvref_t<std::tuple_element_t<1, args>>;
       static_assert(detail::typed_args<P>,
                     "droid: method params must be a Boost.Describe'd struct or boost::json::object");
-      entry->invoke = [shared](tool_context& ctx, const ir::json_node* params) -> task<std::string> {
+      entry->invoke = [shared](tool_context& ctx, const ir::json_node* params) -> task<boost::json::object> {
         P p = detail::decode_method_params<P>(params);
         return detail::method_result((*shared)(ctx, std::move(p)));
       };
     } else {
-      entry->invoke = [shared](tool_context& ctx, const ir::json_node*) -> task<std::string> {
+      entry->invoke = [shared](tool_context& ctx, const ir::json_node*) -> task<boost::json::object> {
         return detail::method_result((*shared)(ctx));
       };
     }

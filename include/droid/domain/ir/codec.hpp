@@ -78,6 +78,12 @@ void append_request(std::string& out, const request_id& id, std::string_view met
 /// Appends a notification (`params_json` may be empty to omit params).
 void append_notification(std::string& out, std::string_view method, std::string_view params_json);
 
+/// True when `s` is UTF-8 as JSON text must be (no overlongs, no surrogates, nothing
+/// above U+10FFFF): exactly the bytes `append_json_string` writes unchanged. Why public:
+/// content that must reach the client byte for byte (a skill file checked against its
+/// digest) goes as text only when this holds, and as base64 otherwise.
+[[nodiscard]] bool is_utf8(std::string_view s) noexcept;
+
 /// Appends `v` as compact JSON.
 ///
 /// Why not `boost::json::serialize`: Boost 1.81 writes every double in exponent form

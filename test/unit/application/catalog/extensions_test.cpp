@@ -96,6 +96,8 @@ struct fixture : droid::test::session_driver {
     srv.method("com.example/touch", [](droid::tool_context&, boost::json::object) -> droid::task<void> { co_return; });
     srv.method("com.example/legacy-only", [](droid::tool_context&) -> droid::task<void> { co_return; },
                droid::method_options{.in_2026 = false});
+    srv.method("com.example/cached-empty", [](droid::tool_context&) -> droid::task<void> { co_return; },
+               droid::method_options{.cache = droid::cache_hint{std::chrono::seconds(2), droid::cache_scope::public_}});
     srv.on_notification("com.example/ping", [this](const droid::peer_info& peer, ping_params p) {
       pings.push_back(p.note + "@" + peer.protocol_version);
     });
@@ -259,6 +261,10 @@ TEST_SUITE("application/extensions") {
     CHECK(stamped.at("stamp") == 42);
     CHECK(stamped.at("_meta").at("com.example/origin") == "clock");
     CHECK(stamped.at("_meta").as_object().contains(server_info_key));
+    // An empty result with a cache hint is still one object.
+    r = f.send(modern("com.example/cached-empty"));
+    CHECK(r.at("result").at("ttlMs") == 2000);
+    CHECK(r.at("result").at("resultType") == "complete");
     // A method offered to 2025 sessions only does not exist for a 2026 request.
     CHECK(code_of(f.send(modern("com.example/legacy-only"))) == -32601);
   }

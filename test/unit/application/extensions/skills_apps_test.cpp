@@ -163,6 +163,27 @@ TEST_SUITE("application/skills") {
     CHECK(listed.at("mimeType") == "text/markdown");
   }
 
+  TEST_CASE("a file whose bytes JSON text cannot carry as they are is sent as a blob, its digest unchanged") {
+    // A UTF-8-encoded surrogate: the encoder would replace it, so sent as text it would
+    // not be the bytes the manifest's digest and size describe.
+    const std::string odd = "note \xED\xA0\x80 end\n";
+    droid::server srv{droid::server_info{.name = "t", .version = "1"}, small_pages()};
+    droid::skills::serve(srv, {droid::skills::skill{.path = "odd",
+                                                    .skill_md = "---\nname: odd\ndescription: d\n---\n",
+                                                    .files = {{"odd.md", odd, ""}}}});
+    droid::test::session_driver d;
+    d.start(srv);
+    (void)d.out->pop();
+    const auto entry = d.request("skills/get", R"({"uri":"skill://odd/SKILL.md"})");
+    CHECK(entry.at("result").at("skill").at("resources").at(1).at("digest").as_string() == sha256(odd));
+    const auto read = d.request("resources/read", R"({"uri":"skill://odd/odd.md"})");
+    const auto& c = read.at("result").at("contents").at(0).as_object();
+    CHECK_FALSE(c.contains("text"));
+    REQUIRE(c.contains("blob"));
+    CHECK(c.at("mimeType") == "text/markdown");
+    d.stop();
+  }
+
   TEST_CASE("resources/directory/read lists the direct children of every directory of the namespace") {
     fixture f;
     auto r = f.modern("resources/directory/read", R"("uri":"skill://code-review")");
