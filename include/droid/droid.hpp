@@ -14,7 +14,11 @@
 #include <droid/adapters/secondary/auth/jwt.hpp>
 #include <droid/adapters/secondary/auth/token_verifier.hpp>
 #include <droid/adapters/secondary/event_store/event_store.hpp>
+#include <droid/application/middleware/access_log.hpp>
+#include <droid/application/middleware/map_errors.hpp>
+#include <droid/application/middleware/rate_limit.hpp>
 #include <droid/application/server/metrics.hpp>
+#include <droid/application/server/middleware.hpp>
 #include <droid/application/server/observer.hpp>
 #include <droid/application/server/principal.hpp>
 #include <droid/application/server/request_origin.hpp>

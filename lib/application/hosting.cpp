@@ -15,7 +15,9 @@ std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::stri
 }
 
 bool deliver_notification(const server& srv, const ir::message& msg, const peer_info& peer) {
-  return detail::core(srv).deliver_notification(msg, peer);
+  const detail::server_core& core = detail::core(srv);
+  if (!core.pass_notification(msg.method(), msg.params().text, peer, peer.origin.get())) return false;
+  return core.deliver_notification(msg, peer);
 }
 
 void listen(const server& srv, const std::shared_ptr<change_listener>& listener) {

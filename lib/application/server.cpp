@@ -134,6 +134,18 @@ void server::add_notification(std::shared_ptr<detail::notification_entry> entry)
 
 bool server::remove_method(std::string_view name) { return core_->remove_method(name); }
 
+server& server::use(middleware::handler h) {
+  if (!h) throw std::invalid_argument("droid: server::use needs a middleware");
+  core_->add_middleware(std::move(h));
+  return *this;
+}
+
+server& server::use_on_notifications(middleware::notification_handler h) {
+  if (!h) throw std::invalid_argument("droid: server::use_on_notifications needs a middleware");
+  core_->add_notification_middleware(std::move(h));
+  return *this;
+}
+
 void server::resource_updated(std::string_view uri) { core_->changes().resource_updated(uri); }
 
 std::size_t server::tool_count() const { return core_->tool_count(); }

@@ -3,6 +3,7 @@
 /// The registries behind a published catalog, and what a client is told of the server.
 #include "server_core.hpp"
 
+#include <functional>
 #include <stdexcept>
 #include <utility>
 
@@ -102,6 +103,62 @@ bool server_core::remove_method(std::string_view name) {
     }
   });
   return removed;
+}
+
+void server_core::add_middleware(middleware::handler h) {
+  edit([&](catalog& c) {
+    // A new chain, so that requests running through the old one keep it whole.
+    auto chain = std::make_shared<middleware::detail::chain>();
+    if (c.middleware) *chain = *c.middleware;
+    chain->push_back(std::move(h));
+    c.middleware = std::move(chain);
+  });
+}
+
+void server_core::add_notification_middleware(middleware::notification_handler h) {
+  edit([&](catalog& c) { c.notification_middleware.push_back(std::move(h)); });
+}
+
+std::shared_ptr<const middleware::detail::chain> server_core::middleware() const {
+  const catalog& c = view();
+  if (!c.middleware) return nullptr;
+  return c.middleware;
+}
+
+bool server_core::pass_notification(std::string_view method, std::string_view params_text, const peer_info& peer,
+                                    const request_origin* origin) const {
+  std::vector<middleware::notification_handler> chain;
+  {
+    const catalog& c = view();
+    if (c.notification_middleware.empty()) return true;
+    chain = c.notification_middleware;  // copied: the view is this thread's until its next lookup
+  }
+  const middleware::notification n{method, params_text, &peer, origin};
+  bool passed = false;
+  std::function<void(std::size_t)> from = [&](std::size_t i) {
+    if (i == chain.size()) {
+      passed = true;
+      return;
+    }
+    bool called = false;
+    const std::function<void()> pass = [&] {
+      if (std::exchange(called, true)) return;  // once, as a request's next
+      from(i + 1);
+    };
+    chain[i](n, pass);
+  };
+  try {
+    from(0);
+  } catch (const std::exception& e) {
+    owner_.diagnose(diagnostic_level::warning, "a notification middleware failed",
+                    {{"method", method}, {"error", e.what()}});
+    return passed;  // dropped, unless it had let the notification on already
+  } catch (...) {
+    owner_.diagnose(diagnostic_level::warning, "a notification middleware failed",
+                    {{"method", method}, {"error", "an exception that is not a std::exception"}});
+    return passed;
+  }
+  return passed;
 }
 
 std::shared_ptr<const method_entry> server_core::find_method(std::string_view name) const {

@@ -25,6 +25,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <droid/application/server/middleware.hpp>
 #include <droid/application/server/server.hpp>
 
 #include "change_fanout.hpp"
@@ -61,6 +62,11 @@ struct catalog {
   /// Declared extensions and their settings, by name (tasks is not among them: it is
   /// declared while `task_tools` is not 0).
   std::map<std::string, boost::json::object, std::less<>> extensions;
+  /// The request middleware, in the order registered (null: none, and a request pays one
+  /// pointer test). Shared, so a request that runs through it keeps it whole.
+  std::shared_ptr<const middleware::detail::chain> middleware;
+  /// The notification middleware, in the order registered.
+  std::vector<middleware::notification_handler> notification_middleware;
   /// Registered tools that may run as a task (every task method and the capability ask).
   std::size_t task_tools = 0;
   /// `tools` by name, hashed: built for a published catalog only (its views point into
@@ -109,6 +115,9 @@ class server_core {
   void add_notification(std::shared_ptr<const notification_entry> entry);
   /// Removes the custom method or notification handler `name`.
   bool remove_method(std::string_view name);
+  /// Appends a request middleware, or a notification middleware, to its chain.
+  void add_middleware(middleware::handler h);
+  void add_notification_middleware(middleware::notification_handler h);
 
   // ---- lookups (no lock) ------------------------------------------------------------
 
@@ -135,6 +144,13 @@ class server_core {
   /// A page of prompts, as for `tools_from`.
   [[nodiscard]] std::vector<std::shared_ptr<const prompt_entry>> prompts_from(std::string_view from,
                                                                              std::string& next) const;
+  /// The request middleware chain, or null when there is none.
+  [[nodiscard]] std::shared_ptr<const middleware::detail::chain> middleware() const;
+  /// Puts the client's notification `method` through the notification middleware; true
+  /// when every one let it on (always, without any). A middleware's exception is
+  /// reported as a diagnostic and drops the notification.
+  [[nodiscard]] bool pass_notification(std::string_view method, std::string_view params_text, const peer_info& peer,
+                                       const request_origin* origin) const;
   /// The custom method `name`, or null.
   [[nodiscard]] std::shared_ptr<const method_entry> find_method(std::string_view name) const;
   /// Hands the client's notification `msg` to its custom handler, if one is registered

@@ -64,7 +64,7 @@ std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id&
   }
   std::string buf;
   if (r.is_error()) {
-    if (to && !closed && r.http_status() != 0) to->refuse_with_status(r.http_status());
+    if (to && !closed && r.http_status() != 0) to->refuse_with_status(r.http_status(), r.retry_after());
     ir::append_error(buf, id, r.code, r.message(), r.data());
   } else {
     frame_result(buf, id, r.result, peer);
@@ -131,7 +131,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
       [&](const ir::json_node& node) {
         ran = true;
         admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin));
+              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin), msg.params().text);
       },
       &detail);
   if (ec && !ran) {
@@ -218,7 +218,8 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
-                                 std::size_t bytes_in, std::shared_ptr<const request_origin> origin) {
+                                 std::size_t bytes_in, std::shared_ptr<const request_origin> origin,
+                                 std::string_view params_text) {
   // The stream is kept here until the request is over, whatever the path below; declared
   // before `done`, so that it is destroyed after `done` has finished the stream (a stream
   // that nothing else holds, as a legacy HTTP+SSE request's, was freed first).
@@ -317,14 +318,26 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     const std::size_t n = send_reply(to, id, std::move(r), who);
     if (seen) seen->end(outcome, code, n);
   };
+  // With middleware, the chain runs as a task of its own and ends in `serve_method`.
+  if (std::shared_ptr<const middleware::detail::chain> chain = detail::core(srv).middleware()) {
+    const middleware::detail::terminal last{&record, [](void* host, middleware::request& req) {
+                                              runner_call& rec = *static_cast<runner_call*>(host);
+                                              return rec.state.serve_chained(req, rec);
+                                            }};
+    middleware::request req =
+        middleware::detail::access::make(std::move(chain), method, params, params_text, record.id, *record.peer,
+                                         record.origin(), last);
+    done.to = nullptr;
+    start(executor, through_chain(std::move(req), record),
+          [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
+                                                                                   detail::reply r) {
+            finish_spawned(self, key_in_node, rec, std::move(failure), std::move(r));
+          });
+    return;
+  }
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
   try {
-    if (detail::dispatcher::is_task_method(method) && detail::dispatcher::serves(srv, method, record.peer->revision))
-      dispatched.emplace(serve_task_method(method, params, record));
-    else
-      dispatched.emplace(dispatch.dispatch(method, params,
-                                           detail::request_scope{*record.peer, record, record.id, record.stop.get_token(),
-                                                                 executor, record.context, &record.offer}));
+    dispatched.emplace(serve_method(method, params, record));
   } catch (const std::exception& e) {
     // A handler of ours failed before any task existed: same rule as after, a generic
     // answer for the peer and the detail for the log; the runner goes on.
@@ -347,43 +360,86 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   start(executor, std::move(std::get<1>(outcome)),
         [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
                                                                                  detail::reply r) {
-          impl& st = *self->impl_;
-          // Out of the table first (as before any answer), but kept alive until the
-          // answer is sent: the node holds the id and peer the answer needs. A frame
-          // kept for a retry that never came ends in the kept table.
-          auto entry = rec->round_side.kept  ? st.kept.extract(*key_in_node)
-                       : rec->task ? st.tasks.extract(*key_in_node)
-                                   : st.in_flight.extract(*key_in_node);
-          runner_call& c = entry.mapped();
-          if (c.task) {
-            st.finish_task(c, failure, std::move(r));
-            return;
-          }
-          const std::shared_ptr<outbound> to = std::move(c.stream);
-          stream_finisher finished{c.finish_stream ? to.get() : nullptr};
-          if (c.cancelled) {
-            c.observe_end(request_outcome::cancelled);
-            return;
-          }
-          if (failure) {
-            // The dispatcher turns tool exceptions into results, so this is a handler of
-            // ours failing: a generic answer for the peer, the detail for the log.
-            try {
-              std::rethrow_exception(failure);
-            } catch (const std::exception& e) {
-              st.srv.diagnose(diagnostic_level::error, "handler failed", {{"error", e.what()}});
-            } catch (...) {
-              st.srv.diagnose(diagnostic_level::error, "handler failed with a non-standard exception");
-            }
-            c.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::internal_error),
-                          st.send_reply(to.get(), c.id,
-                                        detail::reply::error(ir::errc::internal_error, "Internal error"), *c.peer));
-            return;
-          }
-          const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
-          const std::int64_t code = r.code;
-          c.observe_end(outcome, code, st.send_reply(to.get(), c.id, std::move(r), *c.peer));
+          finish_spawned(self, key_in_node, rec, std::move(failure), std::move(r));
         });
+}
+
+std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_method(std::string_view method,
+                                                                                    const ir::json_node* params,
+                                                                                    runner_call& record) {
+  if (detail::dispatcher::is_task_method(method) && detail::dispatcher::serves(srv, method, record.peer->revision))
+    return serve_task_method(method, params, record);
+  return dispatch.dispatch(method, params,
+                           detail::request_scope{*record.peer, record, record.id, record.stop.get_token(), executor,
+                                                 record.context, &record.offer});
+}
+
+std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_chained(middleware::request& req,
+                                                                                     runner_call& record) {
+  const std::string_view text = middleware::detail::access::method_params(req);
+  if (text.empty()) return serve_method(req.method(), nullptr, record);
+  // Parsed again: the tree the request arrived as was gone once the chain was spawned.
+  std::optional<std::variant<detail::reply, task<detail::reply>>> served;
+  std::string_view why;
+  const std::error_code ec =
+      ir::visit_json(text, [&](const ir::json_node& params) { served.emplace(serve_method(req.method(), &params, record)); }, &why);
+  if (served) return std::move(*served);
+  (void)ec;
+  return detail::reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(why));
+}
+
+task<detail::reply> request_runner::impl::through_chain(middleware::request req, runner_call& record) {
+  task<middleware::response> chain = middleware::detail::access::run(req);
+  detail::reply r = middleware::detail::access::release(co_await std::move(chain));
+  if (!r.is_error() && !r.framed && req.method() == "tools/call") {
+    // A rewritten tool result: framed for the request, as the tool's own is (a task's
+    // record takes it out of the same frame).
+    std::string buf;
+    frame_result(buf, record.id, r.result, *record.peer);
+    r = detail::reply::framed_result(std::move(buf), r.tool_error);
+  }
+  co_return r;
+}
+
+void request_runner::impl::finish_spawned(const std::shared_ptr<request_runner>& self,
+                                          const ir::request_id* key_in_node, runner_call* rec,
+                                          std::exception_ptr failure, detail::reply r) {
+  impl& st = *self->impl_;
+  // Out of the table first (as before any answer), but kept alive until the answer is
+  // sent: the node holds the id and peer the answer needs. A frame kept for a retry
+  // that never came ends in the kept table.
+  auto entry = rec->round_side.kept ? st.kept.extract(*key_in_node)
+               : rec->task         ? st.tasks.extract(*key_in_node)
+                                   : st.in_flight.extract(*key_in_node);
+  runner_call& c = entry.mapped();
+  if (c.task) {
+    st.finish_task(c, failure, std::move(r));
+    return;
+  }
+  const std::shared_ptr<outbound> to = std::move(c.stream);
+  stream_finisher finished{c.finish_stream ? to.get() : nullptr};
+  if (c.cancelled) {
+    c.observe_end(request_outcome::cancelled);
+    return;
+  }
+  if (failure) {
+    // The dispatcher turns tool exceptions into results, so this is a handler of ours
+    // (or a middleware) failing: a generic answer for the peer, the detail for the log.
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      st.srv.diagnose(diagnostic_level::error, "handler failed", {{"error", e.what()}});
+    } catch (...) {
+      st.srv.diagnose(diagnostic_level::error, "handler failed with a non-standard exception");
+    }
+    c.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::internal_error),
+                  st.send_reply(to.get(), c.id, detail::reply::error(ir::errc::internal_error, "Internal error"),
+                                *c.peer));
+    return;
+  }
+  const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
+  const std::int64_t code = r.code;
+  c.observe_end(outcome, code, st.send_reply(to.get(), c.id, std::move(r), *c.peer));
 }
 
 request_runner::request_runner(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -410,9 +466,9 @@ void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<
 
 void request_runner::serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                                   const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-                                  peer_info&& peer, std::size_t bytes_in) {
+                                  peer_info&& peer, std::size_t bytes_in, std::string_view params_text) {
   impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
-               std::nullopt, bytes_in);
+               std::nullopt, bytes_in, {}, params_text);
 }
 
 std::size_t request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,

@@ -44,6 +44,7 @@
 #include <droid/domain/ir/request_id.hpp>
 
 #include "exchange_table.hpp"
+#include "middleware_chain.hpp"
 #include "dispatcher.hpp"
 #include "application/era2026/round_questions.hpp"
 #include "application/tasks/running_task.hpp"
@@ -216,7 +217,22 @@ struct request_runner::impl {
              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
              const peer_info* peer, std::optional<peer_info> own_peer,
              std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
-             std::shared_ptr<const request_origin> origin = {});
+             std::shared_ptr<const request_origin> origin = {}, std::string_view params_text = {});
+  /// Serves `record`'s request of `method` with `params` (the dispatch, or the runner's
+  /// own task methods): what admission does when no middleware runs, and the last step
+  /// of the chain when one does.
+  std::variant<detail::reply, task<detail::reply>> serve_method(std::string_view method, const ir::json_node* params,
+                                                                runner_call& record);
+  /// Puts `record`'s request through the server's middleware chain (`req` was built at
+  /// admission), ending in `serve_method`; a tool's result a middleware rewrote is
+  /// framed again for the request, as the tool's own was.
+  task<detail::reply> through_chain(middleware::request req, runner_call& record);
+  /// The chain's last step: `serve_method` with the params `req` holds now.
+  std::variant<detail::reply, task<detail::reply>> serve_chained(middleware::request& req, runner_call& record);
+  /// Ends a spawned request (a tool, or the chain): its record leaves its table and its
+  /// answer (or its task's end) goes out.
+  static void finish_spawned(const std::shared_ptr<request_runner>& self, const ir::request_id* key_in_node,
+                             runner_call* rec, std::exception_ptr failure, detail::reply r);
 
   // ---- era2026/round_questions.cpp -------------------------------------------------
   /// Reads a 2026 request's `inputResponses` and `requestState`, opens and checks the

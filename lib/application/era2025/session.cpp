@@ -268,6 +268,8 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
 
   if (msg.is_notification()) {
     const std::string& m = msg.method();
+    // Notification middleware first: it may drop any notification, the engine's own too.
+    if (!detail::core(s.srv).pass_notification(m, msg.params().text, s.peer, origin.get())) return;
     if (m == "notifications/initialized") return;
     if (m == "notifications/roots/list_changed") {
       if (s.initialized) detail::core(s.srv).changes().roots_list_changed(s.peer);
@@ -315,6 +317,9 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       modern = is_modern_request(msg, nullptr, params);
       if (!modern) return;
       peer_info peer;
+      // Who the transport said sent it (a session bound to a principal sends that one).
+      peer.principal = s.peer.principal;
+      peer.origin = origin;
       if (auto refused = admit_modern(s.srv, msg.method(), params, std::nullopt, peer)) {
         answered(peer, static_cast<std::int64_t>(refused->code),
                  s.send_error(to, msg.id(), refused->code, refused->message, refused->data));
@@ -322,7 +327,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       }
       done.to = nullptr;
       s.runner->serve_parsed(msg.id(), msg.method(), msg.id(), params, std::move(stream), own_stream,
-                             std::move(peer), msg.text().size());
+                             std::move(peer), msg.text().size(), msg.params().text);
     };
     if (const ir::json_kind kind = msg.params_kind(); kind == ir::json_kind::object || kind == ir::json_kind::array) {
       std::string_view detail;

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 namespace droid {
@@ -124,6 +125,29 @@ void metrics::request_ended(const request_event& e) {
   r.bytes_out.fetch_add(e.bytes_out, relaxed);
 }
 
+metrics::stage metrics::add_stage(std::string_view name) {
+  const std::lock_guard lock(stage_mutex_);
+  for (std::size_t i = 0; i < stage_names_.size(); ++i)
+    if (stage_names_[i] == name) return i;
+  if (stage_names_.size() == max_stages)
+    throw std::length_error("droid::metrics::add_stage: more than " + std::to_string(max_stages) + " stages");
+  stage_names_.emplace_back(name);
+  return stage_names_.size() - 1;
+}
+
+void metrics::record_stage(stage s, std::chrono::nanoseconds d) noexcept {
+  if (s >= max_stages) return;
+  stage_row& r = stages_[s];
+  const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, d.count()));
+  const auto* b = std::lower_bound(bucket_bounds.begin(), bucket_bounds.end(), static_cast<double>(ns) / 1e9);
+  if (b == bucket_bounds.end()) {
+    r.over.fetch_add(1, relaxed);
+  } else {
+    r.buckets[static_cast<std::size_t>(b - bucket_bounds.begin())].fetch_add(1, relaxed);
+  }
+  r.duration_ns.fetch_add(ns, relaxed);
+}
+
 std::string metrics::render(std::span<const gauge> gauges) const {
   for (const gauge& g : gauges)
     if (!valid_metric_name(g.name))
@@ -218,6 +242,48 @@ std::string metrics::render(std::span<const gauge> gauges) const {
   bytes_family("droid_mcp_request_bytes_total", "Bytes of request messages received, by method.",
                &snapshot::bytes_in);
   bytes_family("droid_mcp_response_bytes_total", "Bytes of answers sent, by method.", &snapshot::bytes_out);
+
+  std::vector<std::string> stage_names;
+  {
+    const std::lock_guard lock(stage_mutex_);
+    stage_names = stage_names_;
+  }
+  if (!stage_names.empty())
+    append_help(out, "droid_middleware_duration_seconds",
+                "Time a request spent in each stage middleware times, from the stage on.", "histogram");
+  for (std::size_t i = 0; i < stage_names.size(); ++i) {
+    const stage_row& r = stages_[i];
+    const auto label = [&](std::string& o) {
+      o += "stage=\"";
+      append_label_value(o, stage_names[i]);
+      o += '"';
+    };
+    std::uint64_t cumulative = 0;
+    for (std::size_t k = 0; k <= bucket_bounds.size(); ++k) {
+      out += "droid_middleware_duration_seconds_bucket{";
+      label(out);
+      out += ",le=\"";
+      if (k < bucket_bounds.size()) {
+        cumulative += r.buckets[k].load(relaxed);
+        out += bucket_labels[k];
+      } else {
+        cumulative += r.over.load(relaxed);
+        out += "+Inf";
+      }
+      out += "\"} ";
+      append_number(out, cumulative);
+      out += '\n';
+    }
+    out += "droid_middleware_duration_seconds_sum{";
+    label(out);
+    out += "} ";
+    append_number(out, static_cast<double>(r.duration_ns.load(relaxed)) / 1e9);
+    out += "\ndroid_middleware_duration_seconds_count{";
+    label(out);
+    out += "} ";
+    append_number(out, cumulative);
+    out += '\n';
+  }
 
   append_help(out, "droid_mcp_requests_in_flight", "Requests admitted and not yet ended.", "gauge");
   out += "droid_mcp_requests_in_flight ";

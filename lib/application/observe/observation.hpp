@@ -67,13 +67,16 @@ class observation {
   }
   [[nodiscard]] bool ended() const noexcept { return ended_; }
 
+  /// The params member that names what a request of `method` concerns ("name", "uri"),
+  /// or empty for methods that name nothing.
+  static std::string_view name_key(std::string_view method) noexcept {
+    if (method == "tools/call" || method == "prompts/get") return "name";
+    if (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe") return "uri";
+    return {};
+  }
   /// What identifies the request within its method: a tool or prompt name, or a URI.
   static std::string name_of(std::string_view method, const ir::json_node& params) {
-    const std::string_view key = method == "tools/call" || method == "prompts/get" ? std::string_view("name")
-                                 : method == "resources/read" || method == "resources/subscribe" ||
-                                         method == "resources/unsubscribe"
-                                     ? std::string_view("uri")
-                                     : std::string_view();
+    const std::string_view key = name_key(method);
     ir::json_node v;
     if (key.empty() || params.kind() != ir::json_node::type::object || !params.find(key, v) ||
         v.kind() != ir::json_node::type::string)

@@ -265,6 +265,31 @@ TEST_SUITE("adapters/stdio") {
     CHECK(out[2].at("id") == 0);
   }
 
+  TEST_CASE("middleware over stdio: a refusal is the answer line, in a 2025 session and for a 2026 request") {
+    pipes_fixture f;
+    f.srv.use([](droid::middleware::request& req, droid::middleware::next next)
+                  -> droid::task<droid::middleware::response> {
+      if (req.method() == "tools/call" && req.name() == "brief")
+        co_return droid::middleware::response::refuse(429, -32600, "slow down", std::chrono::seconds(3));
+      co_return co_await next(req);
+    });
+    const std::string modern_meta =
+        R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}})";
+    f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brief"}})" + "\n" +
+            R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"brief",)" + modern_meta + "}}\n" +
+            R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n");
+    const auto out = f.lines(4);
+    REQUIRE(out.size() == 4);
+    for (const auto& line : out) {
+      if (line.at("id") == 1 || line.at("id") == 2) {
+        CHECK(line.at("error").at("code") == -32600);
+        CHECK(line.at("error").at("message") == "slow down");
+      } else {
+        CHECK(line.as_object().contains("result"));
+      }
+    }
+  }
+
   TEST_CASE("a client that stops reading stdout is cut off at max_queued_bytes, not buffered without end") {
     // Notifications (a listen stream, logs) keep coming whether or not the client reads
     // them; past the bound the session ends as if stdout had closed.

@@ -42,7 +42,8 @@ class change_listener {
 [[nodiscard]] std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::string_view name);
 
 /// Hands the client's notification `msg` (from `peer`) to the handler `srv` registered for
-/// its method (`server::on_notification`), if any; true when one ran. For a transport that
+/// its method (`server::on_notification`), if any, after the notification middleware
+/// (`server::use_on_notifications`) let it on; true when a handler ran. For a transport that
 /// takes notifications outside a session (stateless HTTP). Runs the handler on the
 /// calling thread; never throws.
 bool deliver_notification(const server& srv, const ir::message& msg, const peer_info& peer);

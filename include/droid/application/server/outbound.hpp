@@ -33,7 +33,11 @@ class outbound {
   /// which. Why: a transport with a status line answers such a refusal with that status
   /// and Retry-After when it has not started its response, so that clients and proxies
   /// back off as they do for the transport's own limits; others ignore it.
-  virtual void refuse_with_status(int http_status) { (void)http_status; }
+  /// `retry_after`: the seconds to wait, for Retry-After (0: the transport's usual one).
+  virtual void refuse_with_status(int http_status, int retry_after) {
+    (void)http_status;
+    (void)retry_after;
+  }
   /// Ends the connection currently carrying this stream, if the transport can resume it
   /// later (`tool_context::close_stream`); otherwise nothing.
   virtual void interrupt() {}

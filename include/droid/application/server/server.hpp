@@ -39,6 +39,7 @@
 #include <droid/application/server/custom_method.hpp>
 #include <droid/application/server/diagnostic.hpp>
 #include <droid/application/server/observer.hpp>
+#include <droid/application/server/middleware.hpp>
 #include <droid/application/server/peer_info.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
@@ -649,6 +650,15 @@ class server {
   /// Removes a custom request or notification handler; returns false when none had that
   /// name. Calls already running finish normally.
   bool remove_method(std::string_view name);
+
+  /// Appends `h` to the request middleware chain (docs/middleware.md): every request the
+  /// engine serves, in both eras and on every transport, runs through the chain in the
+  /// order middleware was added, the first added outermost. Requests already running
+  /// keep the chain they started with. Without middleware a request pays one pointer test.
+  server& use(middleware::handler h);
+  /// Appends `h` to the notification middleware chain: every notification a client
+  /// sends runs through it, in order, before the engine acts on it.
+  server& use_on_notifications(middleware::notification_handler h);
 
   /// What the server was constructed with.
   [[nodiscard]] const server_info& info() const noexcept { return info_; }

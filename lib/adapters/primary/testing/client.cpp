@@ -14,6 +14,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <droid/application/server/outbound.hpp>
+#include <droid/application/server/request_origin.hpp>
 #include <droid/application/server/session.hpp>
 #include <droid/application/use_task.hpp>
 #include <droid/domain/ir/codec.hpp>
@@ -56,7 +57,11 @@ class client::impl : public std::enable_shared_from_this<impl> {
   impl(server& srv, asio::any_io_executor executor, client_options options)
       : srv_(srv), executor_(std::move(executor)), options_(std::move(options)) {}
 
-  void start() { session_ = session::create(srv_, executor_, std::make_shared<pipe>(weak_from_this())); }
+  void start() {
+    const auto& who = options_.origin;
+    session_ = session::create(srv_, executor_, std::make_shared<pipe>(weak_from_this()),
+                               who && who->principal ? who->principal->key() : std::string());
+  }
 
   /// One message from the server.
   void deliver(const std::string& text) {
@@ -179,7 +184,7 @@ class client::impl : public std::enable_shared_from_this<impl> {
   void feed(std::string text) {
     if (!session_) return;
     auto decoded = ir::decode(std::move(text));
-    if (auto* m = std::get_if<ir::message>(&decoded)) session_->receive(std::move(*m));
+    if (auto* m = std::get_if<ir::message>(&decoded)) session_->receive(std::move(*m), nullptr, options_.origin);
     else session_->reject(std::get<ir::rejection>(decoded));
   }
 

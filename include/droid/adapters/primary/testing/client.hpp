@@ -41,6 +41,7 @@
 #include <boost/json/value.hpp>
 
 #include <droid/adapters/primary/testing/run.hpp>
+#include <droid/application/server/request_origin.hpp>
 #include <droid/application/server/server.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/mcp/schema.hpp>
@@ -67,6 +68,10 @@ struct client_options {
   /// before the client gives up with an error: a server that asks forever would
   /// otherwise hang the test.
   std::uint32_t max_rounds = 16;
+  /// Who the client is to the server, as an authenticating transport would say: its
+  /// principal (the session is bound to it, and each request carries it), its address and
+  /// the headers the server forwards. Null: nobody in particular, as on stdio.
+  std::shared_ptr<const request_origin> origin{};
 };
 
 /// A JSON-RPC error the server answered a request with.

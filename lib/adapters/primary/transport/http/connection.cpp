@@ -472,7 +472,9 @@ task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, co
     // A refusal for a limit the engine found (response_sink::set_answer_status): the
     // client backs off as for the transport's own 429 and 503.
     std::string headers = extra;
-    headers += "Retry-After: 1\r\n";
+    headers += "Retry-After: ";
+    headers += std::to_string(std::max(1, sink->answer_retry_after()));
+    headers += "\r\n";
     co_return co_await reply(status, "application/json", last, false, headers);
   }
   co_return co_await reply(200, "application/json", last, false, extra);

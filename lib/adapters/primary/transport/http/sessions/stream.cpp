@@ -64,8 +64,11 @@ void response_sink::reject(int status, std::string message) {
   });
 }
 
-void response_sink::set_answer_status(int status) {
-  detail::dispatch_on(home_, [self = shared_from_this(), status] { self->answer_status_ = status; });
+void response_sink::set_answer_status(int status, int retry_after) {
+  detail::dispatch_on(home_, [self = shared_from_this(), status, retry_after] {
+    self->answer_status_ = status;
+    self->answer_retry_after_ = retry_after;
+  });
 }
 
 void response_sink::waiter::await_suspend(std::coroutine_handle<> h) {
@@ -108,9 +111,9 @@ void logical_stream::send(std::string message) {
   if (sink_) sink_->push(sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)});
 }
 
-void logical_stream::refuse_with_status(int http_status) {
+void logical_stream::refuse_with_status(int http_status, int retry_after) {
   // A resumed sink has sent its status line already; only the request's own may change.
-  if (!finished_ && sink_ && !sink_resumed_) sink_->set_answer_status(http_status);
+  if (!finished_ && sink_ && !sink_resumed_) sink_->set_answer_status(http_status, retry_after);
 }
 
 void logical_stream::finish() {

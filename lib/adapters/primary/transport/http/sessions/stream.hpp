@@ -69,7 +69,7 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   /// The answer about to be pushed refuses the request for a limit: a response not yet
   /// started is sent as one JSON document with this status (and Retry-After) instead of
   /// 200 (from any shard, before that push; `outbound::refuse_with_status`).
-  void set_answer_status(int status);
+  void set_answer_status(int status, int retry_after = 0);
 
   // ---- connection shard only ---------------------------------------------------------
   /// Why an awaiter and not a task: a request waits on its sink at least once, and a
@@ -101,6 +101,8 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   [[nodiscard]] int rejected_status() const noexcept { return rejected_status_; }
   /// The status `set_answer_status` asked for (0: none, the usual 200).
   [[nodiscard]] int answer_status() const noexcept { return answer_status_; }
+  /// The Retry-After seconds `set_answer_status` asked for (0: one).
+  [[nodiscard]] int answer_retry_after() const noexcept { return answer_retry_after_; }
   [[nodiscard]] const std::string& rejected_message() const noexcept { return rejected_message_; }
   /// The connection is gone (or must go): drop everything from now on.
   void kill() noexcept;
@@ -144,6 +146,7 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   bool held_ = false;
   int rejected_status_ = 0;
   int answer_status_ = 0;
+  int answer_retry_after_ = 0;
   std::string rejected_message_;
 };
 
@@ -177,7 +180,7 @@ class logical_stream final : public outbound {
 
   void send(std::string message) override;
   void finish() override;
-  void refuse_with_status(int http_status) override;
+  void refuse_with_status(int http_status, int retry_after) override;
   /// Ends the attached sink's response (its connection may be reused) but not the
   /// stream: only a stream with a store can be resumed, so without one this does nothing.
   void interrupt() override;

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: BSL-1.0
+// The middleware chain (<droid/application/server/middleware.hpp>): a request's params
+// and a response's result, each parsed only for a middleware that reads them, and the
+// steps of the chain down to the method.
+#include "middleware_chain.hpp"
+
+#include <string>
+#include <utility>
+
+#include <droid/application/server/request_origin.hpp>
+#include <droid/domain/ir/codec.hpp>
+
+#include "application/observe/observation.hpp"
+
+namespace droid::middleware {
+namespace {
+
+/// The name a request of `method` names in `params` (as `observation::name_of` reads it
+/// from the parsed tree), for params a middleware rewrote.
+std::string name_in(std::string_view method, const boost::json::object& params) {
+  const std::string_view key = droid::detail::observation::name_key(method);
+  if (key.empty()) return {};
+  const boost::json::value* v = params.if_contains(key);
+  return v && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+/// `result` as text with its `_meta` first. Why first: a 2026-07-28 result's `_meta` is
+/// merged with the server's identity when the answer is framed, which looks for it there
+/// (JSON allows the key once).
+std::string result_text(const boost::json::object& result) {
+  const boost::json::value* meta = result.if_contains("_meta");
+  if (!meta || result.begin()->key() == "_meta") return ir::to_json_text(result);
+  boost::json::object ordered;
+  ordered.reserve(result.size());
+  ordered.emplace("_meta", *meta);
+  for (const auto& member : result)
+    if (member.key() != "_meta") ordered.emplace(member.key(), member.value());
+  return ir::to_json_text(ordered);
+}
+
+/// Takes out of a result what framing adds to every result of the 2026-07-28 era, so
+/// that a middleware reads the same result in both eras and a rewritten one is not
+/// given those members twice.
+void strip_era_members(boost::json::object& result) {
+  if (const auto* kind = result.if_contains("resultType"); kind && kind->is_string() && kind->as_string() == "complete")
+    result.erase("resultType");
+  if (auto* meta = result.if_contains("_meta"); meta && meta->is_object()) {
+    meta->as_object().erase("io.modelcontextprotocol/serverInfo");
+    if (meta->as_object().empty()) result.erase("_meta");
+  }
+}
+
+}  // namespace
+
+std::string_view request::address() const noexcept {
+  return origin_ ? std::string_view(origin_->remote_address) : std::string_view();
+}
+
+const boost::json::object& request::params() {
+  if (!parsed_) {
+    boost::json::value v;
+    // The text is what the client sent (validated) or what `set_params` wrote.
+    if (!params_text_.empty() && ir::parse_exact(params_text_, v) && v.is_object())
+      parsed_.emplace(std::move(v.as_object()));
+    else
+      parsed_.emplace();
+  }
+  return *parsed_;
+}
+
+void request::set_params(boost::json::object params) {
+  params_text_ = ir::to_json_text(params);
+  name_ = name_in(method_, params);
+  parsed_.emplace(std::move(params));
+}
+
+response::response() : reply_(droid::detail::reply::ok("{}")) {}
+response::response(droid::detail::reply r) noexcept : reply_(std::move(r)) {}
+response::response(response&&) noexcept = default;
+response& response::operator=(response&&) noexcept = default;
+response::~response() = default;
+
+response response::result(boost::json::object result) {
+  response r;
+  r.set_result(std::move(result));
+  return r;
+}
+
+response response::error(std::int64_t code, std::string message, const boost::json::value& data) {
+  return response(droid::detail::reply::error(code, std::move(message), data.is_null() ? std::string() : ir::to_json_text(data)));
+}
+
+response response::refuse(int http_status, std::int64_t code, std::string message,
+                          std::chrono::milliseconds retry_after, const boost::json::value& data) {
+  // Whole seconds, rounded up: a client that waits what it was told must find a token.
+  const auto seconds = (retry_after.count() + 999) / 1000;
+  return response(droid::detail::reply::refusal(http_status, code, std::move(message),
+                                                data.is_null() ? std::string() : ir::to_json_text(data),
+                                                static_cast<int>(seconds < 1 ? 1 : seconds)));
+}
+
+const boost::json::object& response::result() {
+  if (parsed_) return *parsed_;
+  parsed_.emplace();
+  if (reply_.is_error()) return *parsed_;
+  boost::json::value v;
+  if (!ir::parse_exact(reply_.result, v)) return *parsed_;
+  if (reply_.framed) {
+    // A whole response message: its `result`.
+    if (!v.is_object()) return *parsed_;
+    boost::json::value* inner = v.as_object().if_contains("result");
+    if (!inner) return *parsed_;
+    v = std::move(*inner);
+  }
+  if (v.is_object()) {
+    parsed_.emplace(std::move(v.as_object()));
+    strip_era_members(*parsed_);
+  }
+  return *parsed_;
+}
+
+void response::set_result(boost::json::object result) {
+  const auto* failed = result.if_contains("isError");
+  const bool tool_error = failed && failed->is_bool() && failed->as_bool();
+  reply_ = droid::detail::reply::ok(result_text(result));
+  reply_.tool_error = tool_error;
+  parsed_.emplace(std::move(result));
+}
+
+task<response> next::operator()(request& req) const { return detail::access::step(chain_, index_, req); }
+
+namespace detail {
+
+request access::make(std::shared_ptr<const chain> c, std::string_view method, const ir::json_node* params,
+                     std::string_view params_text, const ir::request_id& id, const peer_info& peer,
+                     const request_origin* origin, terminal last) {
+  request r;
+  r.method_ = method;
+  if (params) {
+    r.name_ = droid::detail::observation::name_of(method, *params);
+    if (params_text.empty()) {
+      // The caller had the tree alone: written once from it.
+      boost::json::value v;
+      ir::assign_value(*params, v);
+      r.params_text_ = ir::to_json_text(v);
+    } else {
+      r.params_text_ = params_text;
+    }
+  }
+  r.id_ = &id;
+  r.peer_ = &peer;
+  r.origin_ = origin;
+  r.chain_ = std::move(c);
+  r.terminal_ = last;
+  return r;
+}
+
+task<response> access::run(request& req) { return step(req.chain_.get(), 0, req); }
+
+task<response> access::step(const chain* c, std::size_t index, request& req) {
+  if (index < c->size()) {
+    task<response> rest = (*c)[index](req, next(c, index + 1));
+    co_return co_await std::move(rest);
+  }
+  if (!req.terminal_.run)
+    co_return response::error(static_cast<std::int64_t>(ir::errc::internal_error),
+                              "Internal error: a middleware passed the request on twice");
+  // Once: the method runs for one request, whatever a middleware does with `next`.
+  const terminal last = std::exchange(req.terminal_, terminal{});
+  std::variant<droid::detail::reply, task<droid::detail::reply>> served = last.run(last.host, req);
+  if (auto* now = std::get_if<droid::detail::reply>(&served)) co_return response(std::move(*now));
+  task<droid::detail::reply> later = std::move(std::get<1>(served));
+  co_return response(co_await std::move(later));
+}
+
+}  // namespace detail
+}  // namespace droid::middleware
