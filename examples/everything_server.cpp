@@ -12,8 +12,9 @@
 ///                                      [--max-requests-per-address N] [--max-sessions-per-tenant N]
 ///                                      [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]...
 ///                                      [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL]
-///                                      [--diagnostics SECONDS] [--metrics]
+///                                      [--diagnostics SECONDS] [--metrics] [--rate-limit N] [--access-log]
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
@@ -345,6 +346,8 @@ int main(int argc, char** argv) {
   // binary was built from unless --skills names another directory.
   std::string skills_dir = DROID_EXAMPLE_SKILLS_DIR;
   bool apps = true;
+  double rate_limit = 0;
+  bool access_log = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--stdio") {
@@ -395,12 +398,25 @@ int main(int argc, char** argv) {
       skills_dir.clear();
     } else if (arg == "--no-apps") {
       apps = false;
+    } else if (arg == "--rate-limit" && i + 1 < argc) {
+      try {
+        rate_limit = std::stod(argv[++i]);
+      } catch (const std::exception&) {
+        rate_limit = -1;
+      }
+      if (!(rate_limit > 0) || !std::isfinite(rate_limit)) {
+        std::cerr << "everything-server: --rate-limit needs a positive number of requests per second\n";
+        return 2;
+      }
+    } else if (arg == "--access-log") {
+      access_log = true;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << "usage: everything-server [--stdio | --http HOST:PORT [--json-response] [--stateless] [--legacy-sse] [--threads N]\n"
                    "                         [--max-requests-per-address N] [--max-sessions-per-tenant N]\n"
                    "                         [--tls-cert FILE --tls-key FILE] [--cors-origin ORIGIN]... [--trusted-proxy ADDR]...\n"
                    "                         [--auth-issuer URL --auth-audience URL --auth-jwks FILE|URL] [--diagnostics SECONDS] [--metrics]\n"
                    "                         [--redis URL [--instance-id NAME]]] [--skills DIR | --no-skills] [--no-apps]\n"
+                   "                         [--rate-limit N] [--access-log]\n"
                    "  --stdio            serve MCP on stdin/stdout (the default)\n"
                    "  --http HOST:PORT   serve Streamable HTTP at http://HOST:PORT/mcp (PORT 0: any free port)\n"
                    "  --json-response    answer requests with one JSON document instead of an event stream\n"
@@ -434,7 +450,10 @@ int main(int argc, char** argv) {
                    "  --skills DIR       serve the skills in DIR's subdirectories (the Skills extension, docs/skills.md);\n"
                    "                     default: the example's own two, " DROID_EXAMPLE_SKILLS_DIR "\n"
                    "  --no-skills        serve no skills (the extension is not declared)\n"
-                   "  --no-apps          serve weather_card without its MCP App view (docs/apps.md)\n";
+                   "  --no-apps          serve weather_card without its MCP App view (docs/apps.md)\n"
+                   "  --rate-limit N     each tenant (principal, else address) may make N requests a second, bursts\n"
+                   "                     of 2N; past it -32600, and over HTTP 429 with Retry-After (docs/middleware.md)\n"
+                   "  --access-log       one logfmt line per request on stderr, timed (with --metrics, also a histogram)\n";
       return 0;
     } else {
       std::cerr << "everything-server: unknown option " << arg << " (try --help)\n";
@@ -475,6 +494,10 @@ int main(int argc, char** argv) {
   register_tools(server);
   register_conformance(server);  // the conformance suite's fixtures (conformance_tools.cpp)
   register_weather_app(server, apps);  // the MCP App (weather_app.cpp)
+  // Middleware (docs/middleware.md): the access log outermost, so it times the limiter's
+  // refusals too.
+  if (access_log) server.use(droid::middleware::access_log({.metrics = observed}));
+  if (rate_limit > 0) server.use(droid::middleware::rate_limit({.per_second = rate_limit, .burst = 2 * rate_limit}));
   if (!skills_dir.empty()) {
     try {
       droid::skills::serve(server, droid::skills::from_directories(skills_dir));

@@ -134,6 +134,17 @@ void server::add_notification(std::shared_ptr<detail::notification_entry> entry)
 
 bool server::remove_method(std::string_view name) { return core_->remove_method(name); }
 
+server& server::visible_if(visibility_predicate predicate) {
+  core_->set_visibility(std::move(predicate));
+  return *this;
+}
+
+bool visible_with_scopes(const visibility_query& q) {
+  if (q.kind != entry_kind::tool || !q.tool) return true;
+  const principal* who = q.caller();
+  return !who || who->has_scopes(q.tool->required_scopes);
+}
+
 server& server::use(middleware::handler h) {
   if (!h) throw std::invalid_argument("droid: server::use needs a middleware");
   core_->add_middleware(std::move(h));

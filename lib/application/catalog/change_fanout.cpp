@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "change_fanout.hpp"
 
+#include "server_core.hpp"
+
 #include <algorithm>
 #include <exception>
 #include <string>
@@ -56,13 +58,30 @@ change_fanout::audience change_fanout::audience_now() {
   return {live_of(sessions_), live_of(listeners_)};
 }
 
-void change_fanout::list_changed(std::string_view method) {
+void change_fanout::list_changed(std::string_view method, std::shared_ptr<const changed_entry> what) {
   auto [live, listeners] = audience_now();
   for (auto& l : listeners) l->list_changed(method);
+  // Only when there is something to scope by: without a predicate every view changed.
+  std::shared_ptr<const visibility_predicate> shown = what ? core(owner_).visibility() : nullptr;
   // Posted, not called: a session belongs to its shard, and registration may come from
   // any thread (or from inside a tool running on that very session).
   for (auto& s : live) {
-    asio::post(s->executor(), [s, m = std::string(method)] { s->notify(m); });
+    asio::post(s->executor(), [s, m = std::string(method), what, shown] {
+      if (shown && !sees(*s, *shown, *what)) return;
+      s->notify(m);
+    });
+  }
+}
+
+bool change_fanout::sees(const session& s, const visibility_predicate& shown, const changed_entry& what) {
+  const std::shared_ptr<const request_origin> origin = s.last_origin();
+  visibility_query q{what.kind, what.name, what.tool ? &what.tool->info : nullptr, &s.peer(), origin.get()};
+  try {
+    return shown(q);
+  } catch (...) {
+    // Told, then: a client that refetches a list loses nothing (and the predicate's
+    // failure is reported when a request runs into it).
+    return true;
   }
 }
 

@@ -14,11 +14,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <droid/application/server/hosting.hpp>
 #include <droid/application/server/peer_info.hpp>
+#include <droid/application/server/server.hpp>
+#include <droid/application/server/visibility.hpp>
 
 namespace droid {
 
@@ -30,6 +33,18 @@ namespace detail {
 /// Something to tell when what the server offers changes (declared with the transport-facing
 /// functions, since the scale-out module listens too).
 using change_listener = hosting::change_listener;
+
+/// The entry a change is about, so that a session that cannot see it (server::visible_if)
+/// is not told. Shared: it travels to each session's shard, and a removed tool's info
+/// must outlive the catalog that dropped it.
+struct changed_entry {
+  entry_kind kind = entry_kind::tool;
+  std::string name;
+  std::shared_ptr<const tool_entry> tool;  ///< for a tool, its entry
+  [[nodiscard]] static std::shared_ptr<const changed_entry> of(const std::shared_ptr<const tool_entry>& t) {
+    return std::make_shared<const changed_entry>(changed_entry{entry_kind::tool, t->info.name, t});
+  }
+};
 
 /// The audience of one server's changes. Affinity: any thread; each session is told on its
 /// own shard (posted). Lifetime: owned by the server's core; holds its audience weakly.
@@ -43,8 +58,11 @@ class change_fanout {
   /// Registers `l` until it is destroyed (held weakly: dropping the last reference
   /// unsubscribes).
   void listen(const std::shared_ptr<change_listener>& l);
-  /// Tells every live session and listener that a list changed (`method`).
-  void list_changed(std::string_view method);
+  /// Tells every live session and listener that a list changed (`method`). With `what`,
+  /// a 2025 session that the server's visibility predicate hides it from is not told
+  /// (2026-07-28 listen streams and the scale-out relay are: their callers' views are
+  /// per request, and a listen stream holds no request's origin).
+  void list_changed(std::string_view method, std::shared_ptr<const changed_entry> what = nullptr);
   /// Tells the sessions subscribed to `uri`, and every listener, that it changed.
   void resource_updated(std::string_view uri);
 
@@ -61,6 +79,9 @@ class change_fanout {
     std::vector<std::shared_ptr<change_listener>> listeners;
   };
   [[nodiscard]] audience audience_now();
+  /// Whether session `s` sees `what` by `shown` (on `s`'s shard).
+  /// Static: it runs posted, when this fanout may be gone.
+  [[nodiscard]] static bool sees(const session& s, const visibility_predicate& shown, const changed_entry& what);
 
   const server& owner_;
   /// Guards the lists below.

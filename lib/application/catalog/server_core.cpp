@@ -115,6 +115,22 @@ void server_core::add_middleware(middleware::handler h) {
   });
 }
 
+void server_core::set_visibility(visibility_predicate predicate) {
+  edit([&](catalog& c) {
+    c.visibility = predicate ? std::make_shared<const visibility_predicate>(std::move(predicate)) : nullptr;
+  });
+  // Every client's view may have changed, and nothing says how.
+  changes_.list_changed("notifications/tools/list_changed");
+  changes_.list_changed("notifications/prompts/list_changed");
+  changes_.list_changed("notifications/resources/list_changed");
+}
+
+std::shared_ptr<const visibility_predicate> server_core::visibility() const {
+  const catalog& c = view();
+  if (!c.visibility) return nullptr;
+  return c.visibility;
+}
+
 void server_core::add_notification_middleware(middleware::notification_handler h) {
   edit([&](catalog& c) { c.notification_middleware.push_back(std::move(h)); });
 }
@@ -255,22 +271,22 @@ void server_core::add_tool(std::shared_ptr<const tool_entry> entry) {
     auto [it, inserted] = c.tools.try_emplace(entry->info.name, nullptr);
     if (!inserted) throw std::invalid_argument("droid: a tool named \"" + entry->info.name + "\" is already registered");
     if (entry->info.tasks != task_support::forbidden) ++c.task_tools;
-    it->second = std::move(entry);
+    it->second = entry;
   });
-  changes_.list_changed("notifications/tools/list_changed");
+  changes_.list_changed("notifications/tools/list_changed", changed_entry::of(entry));
 }
 
 bool server_core::remove_tool(std::string_view name) {
-  bool removed = false;
+  std::shared_ptr<const tool_entry> removed;
   edit([&](catalog& c) {
     auto it = c.tools.find(name);
     if (it == c.tools.end()) return;
     if (it->second->info.tasks != task_support::forbidden) --c.task_tools;
+    removed = std::move(it->second);
     c.tools.erase(it);
-    removed = true;
   });
-  if (removed) changes_.list_changed("notifications/tools/list_changed");
-  return removed;
+  if (removed) changes_.list_changed("notifications/tools/list_changed", changed_entry::of(removed));
+  return removed != nullptr;
 }
 
 void server_core::add_resource(std::shared_ptr<const resource_entry> entry, bool is_template) {
@@ -280,15 +296,24 @@ void server_core::add_resource(std::shared_ptr<const resource_entry> entry, bool
     if (!inserted)
       throw std::invalid_argument("droid: a resource" + std::string(is_template ? " template" : "") + " \"" +
                                   entry->key + "\" is already registered");
-    it->second = std::move(entry);
+    it->second = entry;
   });
-  changes_.list_changed("notifications/resources/list_changed");
+  changes_.list_changed("notifications/resources/list_changed",
+                        std::make_shared<const changed_entry>(changed_entry{
+                            is_template ? entry_kind::resource_template : entry_kind::resource, entry->key, nullptr}));
 }
 
 bool server_core::remove_resource(std::string_view key) {
   bool removed = false;
-  edit([&](catalog& c) { removed = c.resources.erase(std::string(key)) > 0 || c.templates.erase(std::string(key)) > 0; });
-  if (removed) changes_.list_changed("notifications/resources/list_changed");
+  bool was_template = false;
+  edit([&](catalog& c) {
+    removed = c.resources.erase(std::string(key)) > 0;
+    if (!removed) removed = was_template = c.templates.erase(std::string(key)) > 0;
+  });
+  if (removed)
+    changes_.list_changed("notifications/resources/list_changed",
+                          std::make_shared<const changed_entry>(changed_entry{
+                              was_template ? entry_kind::resource_template : entry_kind::resource, std::string(key), nullptr}));
   return removed;
 }
 
@@ -296,15 +321,18 @@ void server_core::add_prompt(std::shared_ptr<const prompt_entry> entry) {
   edit([&](catalog& c) {
     auto [it, inserted] = c.prompts.try_emplace(entry->info.name, nullptr);
     if (!inserted) throw std::invalid_argument("droid: a prompt named \"" + entry->info.name + "\" is already registered");
-    it->second = std::move(entry);
+    it->second = entry;
   });
-  changes_.list_changed("notifications/prompts/list_changed");
+  changes_.list_changed("notifications/prompts/list_changed",
+                        std::make_shared<const changed_entry>(changed_entry{entry_kind::prompt, entry->info.name, nullptr}));
 }
 
 bool server_core::remove_prompt(std::string_view name) {
   bool removed = false;
   edit([&](catalog& c) { removed = c.prompts.erase(std::string(name)) > 0; });
-  if (removed) changes_.list_changed("notifications/prompts/list_changed");
+  if (removed)
+    changes_.list_changed("notifications/prompts/list_changed",
+                          std::make_shared<const changed_entry>(changed_entry{entry_kind::prompt, std::string(name), nullptr}));
   return removed;
 }
 

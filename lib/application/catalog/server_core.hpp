@@ -27,6 +27,7 @@
 
 #include <droid/application/server/middleware.hpp>
 #include <droid/application/server/server.hpp>
+#include <droid/application/server/visibility.hpp>
 
 #include "change_fanout.hpp"
 
@@ -65,6 +66,8 @@ struct catalog {
   /// The request middleware, in the order registered (null: none, and a request pays one
   /// pointer test). Shared, so a request that runs through it keeps it whole.
   std::shared_ptr<const middleware::detail::chain> middleware;
+  /// Which entries a caller sees (server::visible_if); null: every entry, for everyone.
+  std::shared_ptr<const visibility_predicate> visibility;
   /// The notification middleware, in the order registered.
   std::vector<middleware::notification_handler> notification_middleware;
   /// Registered tools that may run as a task (every task method and the capability ask).
@@ -115,6 +118,8 @@ class server_core {
   void add_notification(std::shared_ptr<const notification_entry> entry);
   /// Removes the custom method or notification handler `name`.
   bool remove_method(std::string_view name);
+  /// Sets the visibility predicate (null: none).
+  void set_visibility(visibility_predicate predicate);
   /// Appends a request middleware, or a notification middleware, to its chain.
   void add_middleware(middleware::handler h);
   void add_notification_middleware(middleware::notification_handler h);
@@ -144,6 +149,8 @@ class server_core {
   /// A page of prompts, as for `tools_from`.
   [[nodiscard]] std::vector<std::shared_ptr<const prompt_entry>> prompts_from(std::string_view from,
                                                                              std::string& next) const;
+  /// The visibility predicate, or null when every entry is visible.
+  [[nodiscard]] std::shared_ptr<const visibility_predicate> visibility() const;
   /// The request middleware chain, or null when there is none.
   [[nodiscard]] std::shared_ptr<const middleware::detail::chain> middleware() const;
   /// Puts the client's notification `method` through the notification middleware; true

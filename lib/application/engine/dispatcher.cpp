@@ -72,6 +72,14 @@ const principal* caller_of(const request_channel& channel) noexcept {
   return o ? o->principal.get() : nullptr;
 }
 
+/// Whether `shown` (the server's visibility predicate; null: none) lets this request see
+/// the entry `name` of `kind`.
+bool visible(const visibility_predicate* shown, entry_kind kind, std::string_view name, const tool_info* tool,
+             const request_scope& scope) {
+  if (!shown) return true;
+  return (*shown)(visibility_query{kind, name, tool, &scope.peer, scope.channel.origin()});
+}
+
 /// The answer to a call that could not start as the task its client asked for. The
 /// client's share and a full server are limits it can wait out (429 and 503 with
 /// Retry-After over HTTP, as the transport's own limits answer); anything else is this
@@ -401,12 +409,14 @@ reply dispatcher::list_tools(const ir::json_node* params, const request_scope& s
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
   auto page = detail::core(server_).tools_from(from, next);
+  // A page may come out short (even empty, with a next cursor): clients follow the
+  // cursor, and the next page is where it says.
   if (server_.options().hide_unauthorized_tools) {
-    // A page may come out short (even empty, with a next cursor): clients follow the
-    // cursor, and the next page is where it says.
     if (const principal* who = caller_of(scope.channel))
       std::erase_if(page, [who](const auto& t) { return !who->has_scopes(t->info.required_scopes); });
   }
+  if (const auto shown = detail::core(server_).visibility())
+    std::erase_if(page, [&](const auto& t) { return !visible(shown.get(), entry_kind::tool, t->info.name, &t->info, scope); });
   return reply::ok(page_json("tools", page, next, scope.peer, server_.options().cache.tools));
 }
 
@@ -414,7 +424,12 @@ reply dispatcher::list_resources(const ir::json_node* params, bool templates, co
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  const auto page = detail::core(server_).resources_from(templates, from, next);
+  auto page = detail::core(server_).resources_from(templates, from, next);
+  if (const auto shown = detail::core(server_).visibility())
+    std::erase_if(page, [&](const auto& r) {
+      return !visible(shown.get(), templates ? entry_kind::resource_template : entry_kind::resource, r->key, nullptr,
+                      scope);
+    });
   const server_options::cache_hints& cache = server_.options().cache;
   return reply::ok(page_json(templates ? "resourceTemplates" : "resources", page, next, scope.peer,
                              templates ? cache.resource_templates : cache.resources));
@@ -425,6 +440,14 @@ std::variant<reply, task<reply>> dispatcher::read_resource(const ir::json_node* 
   if (!uri) return reply::error(ir::errc::invalid_params, "Invalid params: uri must be a string");
   uri_template::value_map variables;
   auto entry = detail::core(server_).find_resource(*uri, variables);
+  // Hidden from this caller: as if it did not exist (a template's hiding covers every
+  // URI it matches).
+  if (entry) {
+    if (const auto shown = detail::core(server_).visibility();
+        shown && !visible(shown.get(), entry->pattern ? entry_kind::resource_template : entry_kind::resource,
+                          entry->key, nullptr, scope))
+      entry = nullptr;
+  }
   if (!entry) {
     // The uri in data, so a client can tell which read failed. The code is -32002 up to
     // 2025-11-25; 2026-07-28 made it -32602 and forbids -32002.
@@ -450,8 +473,10 @@ reply dispatcher::list_prompts(const ir::json_node* params, const request_scope&
   std::string from;
   if (!read_cursor(params, from)) return reply::error(ir::errc::invalid_params, "Invalid params: unknown cursor");
   std::string next;
-  return reply::ok(
-      page_json("prompts", detail::core(server_).prompts_from(from, next), next, scope.peer, server_.options().cache.prompts));
+  auto page = detail::core(server_).prompts_from(from, next);
+  if (const auto shown = detail::core(server_).visibility())
+    std::erase_if(page, [&](const auto& p) { return !visible(shown.get(), entry_kind::prompt, p->info.name, nullptr, scope); });
+  return reply::ok(page_json("prompts", page, next, scope.peer, server_.options().cache.prompts));
 }
 
 namespace {
@@ -511,6 +536,11 @@ std::variant<reply, task<reply>> dispatcher::get_prompt(const ir::json_node* par
   if (!name) return reply::error(ir::errc::invalid_params, "Invalid params: name must be a string");
   if (bad_arguments) return reply::error(ir::errc::invalid_params, "Invalid params: prompt arguments must be strings");
   auto entry = detail::core(server_).find_prompt(*name);
+  if (entry) {
+    if (const auto shown = detail::core(server_).visibility();
+        shown && !visible(shown.get(), entry_kind::prompt, entry->info.name, nullptr, scope))
+      entry = nullptr;
+  }
   if (!entry) return reply::error(ir::errc::invalid_params, "Unknown prompt: " + *name);
   for (const prompt_argument& a : entry->info.arguments)
     if (a.required && !args.contains(a.name))
@@ -551,8 +581,11 @@ std::variant<reply, task<reply>> dispatcher::complete(const ir::json_node* param
     return reply::error(ir::errc::invalid_params,
                         "Invalid params: completion/complete needs ref (ref/prompt with name, or ref/resource with "
                         "uri) and argument.name");
-  if (!detail::core(server_).has_reference(ref_type, ref))
-    return reply::error(ir::errc::invalid_params, "Invalid params: unknown " + ref_type + " " + ref);
+  bool known = detail::core(server_).has_reference(ref_type, ref);
+  if (const auto shown = detail::core(server_).visibility(); known && shown)
+    known = visible(shown.get(), ref_type == "ref/prompt" ? entry_kind::prompt : entry_kind::resource_template, ref,
+                    nullptr, scope);
+  if (!known) return reply::error(ir::errc::invalid_params, "Invalid params: unknown " + ref_type + " " + ref);
   completer_fn fn = detail::core(server_).find_completer(ref_type, ref, argument);
   // Nothing to suggest is an empty completion, not an error.
   if (!fn) return reply::ok(R"({"completion":{"values":[],"total":0,"hasMore":false}})");
@@ -645,6 +678,12 @@ std::variant<reply, task<reply>> dispatcher::call_tool(const ir::json_node* para
   if (!has_name || name.kind() != ir::json_node::type::string)
     return reply::error(ir::errc::invalid_params, "Invalid params: \"name\" must be a string");
   auto tool = detail::core(server_).find_tool(name.string());
+  // A tool hidden from this caller is unknown to it.
+  if (tool) {
+    if (const auto shown = detail::core(server_).visibility();
+        shown && !visible(shown.get(), entry_kind::tool, tool->info.name, &tool->info, scope))
+      tool = nullptr;
+  }
   // MCP: an unknown tool is a protocol error, not a tool execution error.
   if (!tool) return reply::error(ir::errc::invalid_params, "Unknown tool: " + std::string(name.string()));
   if (const principal* who = caller_of(scope.channel); who && !who->has_scopes(tool->info.required_scopes)) {

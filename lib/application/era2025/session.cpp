@@ -72,6 +72,8 @@ struct session::impl {
   peer_info& peer = *peer_home;
   bool initialized = false;
   bool closed = false;
+  /// See `session::last_origin`.
+  std::shared_ptr<const request_origin> last_origin;
   /// Whether `initialize` declared the tools capability: a client that was not told
   /// about tools must not be sent tools/list_changed.
   bool tools_advertised = false;
@@ -132,6 +134,7 @@ std::size_t session::in_flight() const noexcept { return impl_->runner->in_fligh
 bool session::is_initialized() const noexcept { return impl_->initialized; }
 bool session::is_closed() const noexcept { return impl_->closed; }
 const peer_info& session::peer() const noexcept { return impl_->peer; }
+std::shared_ptr<const request_origin> session::last_origin() const noexcept { return impl_->last_origin; }
 const asio::any_io_executor& session::executor() const noexcept { return impl_->executor; }
 std::size_t session::dropped_responses() const noexcept { return impl_->runner->dropped_responses(); }
 
@@ -265,6 +268,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     route_answer(std::move(msg));
     return;
   }
+  if (origin && origin != s.last_origin) s.last_origin = origin;
 
   if (msg.is_notification()) {
     const std::string& m = msg.method();

@@ -41,6 +41,7 @@
 #include <droid/application/server/observer.hpp>
 #include <droid/application/server/middleware.hpp>
 #include <droid/application/server/peer_info.hpp>
+#include <droid/application/server/visibility.hpp>
 #include <droid/application/server/tool_context.hpp>
 #include <droid/application/task.hpp>
 #include <droid/domain/ir/json_node.hpp>
@@ -650,6 +651,13 @@ class server {
   /// Removes a custom request or notification handler; returns false when none had that
   /// name. Calls already running finish normally.
   bool remove_method(std::string_view name);
+
+  /// Sets which tools, prompts, resources and templates each caller sees (see
+  /// `visibility_query`): lists leave out what `predicate` hides, a request naming a
+  /// hidden entry is answered as for an unknown one, and a 2025 session is told of a
+  /// changed list only when it sees the entry that changed. Replaces the previous
+  /// predicate; null shows everything. Clients are told every list may have changed.
+  server& visible_if(visibility_predicate predicate);
 
   /// Appends `h` to the request middleware chain (docs/middleware.md): every request the
   /// engine serves, in both eras and on every transport, runs through the chain in the

@@ -134,6 +134,11 @@ class session : public std::enable_shared_from_this<session> {
   [[nodiscard]] bool is_closed() const noexcept;
   /// What the client declared in `initialize`.
   [[nodiscard]] const peer_info& peer() const noexcept;
+  /// Where the session's latest request came from (null before any, and on stdio).
+  /// Why kept: a change to what the server offers is told only to sessions that can see
+  /// the entry (`server::visible_if`), which may depend on the caller's token. Affinity:
+  /// the session's shard.
+  [[nodiscard]] std::shared_ptr<const request_origin> last_origin() const noexcept;
   /// The shard executor the session runs on.
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept;
   /// Responses from the peer that matched no request of ours (dropped, for diagnostics).
