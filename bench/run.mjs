@@ -569,6 +569,11 @@ const httpServers = [
   { name: 'nginx-proxied-floor', label: 'nginx in front of nginx 2 workers (the proxied floor)', stateful: false, driver: 'loadgen', start: () => startProxied('nginx-proxied-floor', 'nginx') },
   // Scaling: droid-json on one shard. Its req/s per server core against droid-json's is
   // what the second shard buys (docs/benchmarks.md, "Scaling").
+  // Middleware's cost (docs/middleware.md): droid-json with one middleware that passes
+  // every request on, and with the rate limiter (a rate no run reaches, so every request
+  // takes a token and none is refused). Against droid-json in the same run.
+  { name: 'droid-json-mw', label: 'protocol_droid JSON, one pass-through middleware', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--pass-through-middleware'], 'droid-json-mw') },
+  { name: 'droid-json-limited', label: 'protocol_droid JSON, rate limiter on', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--rate-limit', '1000000000'], 'droid-json-limited') },
   { name: 'droid-json-1t', label: 'protocol_droid JSON, --threads 1', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response', '--threads', '1'], 'droid-json-1t') },
   { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0'], 'droid-sse') },
   // docs/scale-out.md's rows: against droid-sse, what Redis costs a request (CPU of Redis
@@ -1244,6 +1249,9 @@ async function callgrindSection() {
   const servers = [
     { name: 'droid-json', label: 'protocol_droid JSON', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response'] },
     { name: 'droid-sse', label: 'protocol_droid SSE', stateful: true, args: ['--http', '127.0.0.1:0'] },
+    // Middleware's cost per request: one pass-through middleware, and the rate limiter.
+    { name: 'droid-json-mw', label: 'protocol_droid JSON, one pass-through middleware', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response', '--pass-through-middleware'] },
+    { name: 'droid-json-limited', label: 'protocol_droid JSON, rate limiter on', stateful: true, args: ['--http', '127.0.0.1:0', '--json-response', '--rate-limit', '1000000000'] },
     { name: 'droid-stateless', label: 'protocol_droid stateless JSON', stateful: false, args: ['--http', '127.0.0.1:0', '--stateless', '--json-response'] },
     { name: 'droid-2026', label: 'protocol_droid 2026-07-28 JSON', stateful: false, era: '2026', lua: call2026Lua, args: ['--http', '127.0.0.1:0', '--json-response'] },
     // The session patterns (docs/benchmarks.md, "Session rows"): each of 4 connections on

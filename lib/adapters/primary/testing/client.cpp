@@ -52,6 +52,7 @@ class client::impl : public std::enable_shared_from_this<impl> {
   struct waiter {
     std::optional<boost::json::object> response;
     std::shared_ptr<asio::steady_timer> bell;
+    bool cancelled = false;
   };
 
   impl(server& srv, asio::any_io_executor executor, client_options options)
@@ -130,17 +131,25 @@ class client::impl : public std::enable_shared_from_this<impl> {
         boost::json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}));
     if (!w->response) (void)co_await w->bell->async_wait(use_task);
     waiting_.erase(id);
+    if (w->cancelled) throw request_cancelled("droid::testing::client: " + method + " was cancelled");
     if (!w->response) throw std::runtime_error("droid::testing::client: no response to " + method);
     co_return std::move(*w->response);
   }
 
-  /// The request as the era sends it: a 2026 one carries its `_meta`.
-  boost::json::object envelope(boost::json::object params) const {
+  /// The request as the era sends it: a 2026 one carries its `_meta` (with the tasks
+  /// extension declared for the task helpers' requests).
+  boost::json::object envelope(const std::string& method, boost::json::object params) const {
     if (options_.protocol != era::v2026) return params;
     boost::json::object meta;
     if (const auto* m = params.if_contains("_meta"); m && m->is_object()) meta = m->as_object();
     meta["io.modelcontextprotocol/protocolVersion"] = modern_version;
-    meta["io.modelcontextprotocol/clientCapabilities"] = options_.capabilities;
+    boost::json::object capabilities = options_.capabilities;
+    if (method.starts_with("tasks/") || (method == "tools/call" && params.contains("task"))) {
+      boost::json::value& ext = capabilities["extensions"];
+      if (!ext.is_object()) ext = boost::json::object{};
+      ext.as_object()["io.modelcontextprotocol/tasks"] = boost::json::object{};
+    }
+    meta["io.modelcontextprotocol/clientCapabilities"] = std::move(capabilities);
     meta["io.modelcontextprotocol/clientInfo"] = options_.client_info;
     params["_meta"] = std::move(meta);
     return params;
@@ -148,7 +157,7 @@ class client::impl : public std::enable_shared_from_this<impl> {
 
   task<boost::json::object> request(std::string method, boost::json::object params) {
     for (std::uint32_t round = 0; round <= options_.max_rounds; ++round) {
-      task<boost::json::object> sent = roundtrip(method, envelope(params));
+      task<boost::json::object> sent = roundtrip(method, envelope(method, params));
       boost::json::object response = co_await std::move(sent);
       if (const auto* e = response.if_contains("error")) {
         const boost::json::object& err = e->as_object();
@@ -160,25 +169,42 @@ class client::impl : public std::enable_shared_from_this<impl> {
       if (options_.protocol != era::v2026 || !type || *type != "input_required") co_return result;
       // The server asked questions: answer each with its handler, then retry with the
       // answers and the state the server sealed.
-      boost::json::object answers;
-      if (const auto* asked = result.if_contains("inputRequests"); asked && asked->is_object()) {
-        for (const auto& [key, question] : asked->as_object()) {
-          const boost::json::object& q = question.as_object();
-          boost::json::object qp;
-          if (const auto* p = q.if_contains("params"); p && p->is_object()) qp = p->as_object();
-          // Named, not temporaries of the co_await's expression (g++ 12 mishandles those).
-          const std::string asked_method(q.at("method").as_string());
-          task<boost::json::object> pending = handle(asked_method, std::move(qp));
-          boost::json::object answer = co_await std::move(pending);
-          answers[key] = std::move(answer);
-        }
-      }
-      params["inputResponses"] = std::move(answers);
+      task<boost::json::object> answering = answer_all(result);
+      params["inputResponses"] = co_await std::move(answering);
       if (const auto* state = result.if_contains("requestState")) params["requestState"] = *state;
       else params.erase("requestState");
     }
     throw std::runtime_error("droid::testing::client: " + method + " took more than " +
                              std::to_string(options_.max_rounds) + " rounds");
+  }
+
+  /// Answers every question of a 2026 `inputRequests` member of `asked` with the handlers:
+  /// the `inputResponses` to send back.
+  task<boost::json::object> answer_all(const boost::json::object& asked) {
+    boost::json::object answers;
+    if (const auto* questions = asked.if_contains("inputRequests"); questions && questions->is_object()) {
+      for (const auto& [key, question] : questions->as_object()) {
+        const boost::json::object& q = question.as_object();
+        boost::json::object qp;
+        if (const auto* p = q.if_contains("params"); p && p->is_object()) qp = p->as_object();
+        // Named, not temporaries of the co_await's expression (g++ 12 mishandles those).
+        const std::string asked_method(q.at("method").as_string());
+        task<boost::json::object> pending = handle(asked_method, std::move(qp));
+        boost::json::object answer = co_await std::move(pending);
+        answers[key] = std::move(answer);
+      }
+    }
+    co_return answers;
+  }
+
+  void cancel(std::int64_t id, const std::string& reason) {
+    auto it = waiting_.find(id);
+    if (it == waiting_.end()) return;
+    const std::shared_ptr<waiter> w = it->second;
+    feed(boost::json::serialize(boost::json::object{
+        {"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}, {"reason", reason}}}}));
+    w->cancelled = true;
+    w->bell->cancel();
   }
 
   void feed(std::string text) {
@@ -236,6 +262,80 @@ task<boost::json::object> client::request(std::string method, boost::json::objec
 
 task<boost::json::object> client::call_tool(std::string name, boost::json::object arguments) {
   return request("tools/call", boost::json::object{{"name", std::move(name)}, {"arguments", std::move(arguments)}});
+}
+
+task<boost::json::object> client::call_tool(std::string name, boost::json::object arguments, call_options options) {
+  boost::json::object params{{"name", std::move(name)}, {"arguments", std::move(arguments)}};
+  if (!options.progress_token.empty()) params["_meta"] = boost::json::object{{"progressToken", options.progress_token}};
+  return request("tools/call", std::move(params));
+}
+
+task<boost::json::object> client::start_task(std::string name, boost::json::object arguments,
+                                             std::chrono::milliseconds ttl) {
+  boost::json::object asked;
+  if (ttl.count() > 0) asked["ttl"] = ttl.count();
+  task<boost::json::object> sent = request(
+      "tools/call", boost::json::object{{"name", std::move(name)}, {"arguments", std::move(arguments)}, {"task", asked}});
+  boost::json::object result = co_await std::move(sent);
+  // 2025-11-25 wraps the task in `task`; 2026-07-28's result is the task.
+  if (auto* wrapped = result.if_contains("task"); wrapped && wrapped->is_object()) co_return wrapped->as_object();
+  co_return result;
+}
+
+task<boost::json::object> client::get_task(std::string task_id) {
+  return request("tasks/get", boost::json::object{{"taskId", std::move(task_id)}});
+}
+
+task<boost::json::object> client::cancel_task(std::string task_id) {
+  return request("tasks/cancel", boost::json::object{{"taskId", std::move(task_id)}});
+}
+
+task<boost::json::object> client::task_result(std::string task_id, std::chrono::milliseconds poll) {
+  if (impl_->options_.protocol == era::v2025) {
+    task<boost::json::object> waited = request("tasks/result", boost::json::object{{"taskId", task_id}});
+    co_return co_await std::move(waited);
+  }
+  const std::shared_ptr<impl> keep = impl_;
+  for (;;) {
+    task<boost::json::object> polled = get_task(task_id);
+    boost::json::object now = co_await std::move(polled);
+    const std::string status(now.at("status").as_string());
+    if (status == "completed") co_return now.at("result").as_object();
+    if (status == "failed") {
+      const boost::json::object& err = now.at("error").as_object();
+      throw rpc_error(err.at("code").to_number<std::int64_t>(), std::string(err.at("message").as_string()),
+                      err.contains("data") ? err.at("data") : boost::json::value(nullptr));
+    }
+    if (status == "cancelled") throw request_cancelled("droid::testing::client: task " + task_id + " was cancelled");
+    if (status == "input_required") {
+      task<boost::json::object> answering = keep->answer_all(now);
+      boost::json::object answers = co_await std::move(answering);
+      task<boost::json::object> updated =
+          request("tasks/update", boost::json::object{{"taskId", task_id}, {"inputResponses", std::move(answers)}});
+      (void)co_await std::move(updated);
+      continue;
+    }
+    asio::steady_timer wait(keep->executor_, poll);
+    (void)co_await wait.async_wait(use_task);
+  }
+}
+
+std::vector<std::int64_t> client::pending() const {
+  std::vector<std::int64_t> ids;
+  for (const auto& [id, w] : impl_->waiting_) ids.push_back(id);
+  return ids;
+}
+
+void client::cancel(std::int64_t id, std::string reason) { impl_->cancel(id, reason); }
+
+std::vector<boost::json::object> client::progress(std::string_view token) const {
+  std::vector<boost::json::object> out;
+  for (const notification& n : impl_->notifications_) {
+    if (n.method != "notifications/progress") continue;
+    const auto* t = n.params.if_contains("progressToken");
+    if (t && t->is_string() && t->as_string() == token) out.push_back(n.params);
+  }
+  return out;
 }
 
 task<boost::json::array> client::list_tools() {

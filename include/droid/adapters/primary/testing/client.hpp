@@ -21,6 +21,7 @@
 /// Affinity: every member is called on `executor`'s thread (a test's io_context).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -29,6 +30,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -90,6 +92,20 @@ class rpc_error : public std::runtime_error {
   boost::json::value data_;
 };
 
+/// A request the test cancelled (`client::cancel`), or a task that ended cancelled: the
+/// server sends no answer to a cancelled request, so its call ends with this instead.
+class request_cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// How one `call_tool` is sent, besides its arguments.
+struct call_options {
+  /// Sent as `_meta.progressToken`: the tool's progress notifications carry it
+  /// (`client::progress`). Empty: no progress asked for.
+  std::string progress_token{};
+};
+
 /// A notification the server sent.
 struct notification {
   std::string method{};          ///< `notifications/progress`, ...
@@ -136,12 +152,42 @@ class client {
   task<boost::json::object> call_tool(std::string name, const Args& arguments) {
     return call_tool(std::move(name), to_json_value(arguments).as_object());
   }
+  /// The same with `options` (a progress token).
+  task<boost::json::object> call_tool(std::string name, boost::json::object arguments, call_options options);
   /// Every tool the server lists, every page followed.
   task<boost::json::array> list_tools();
   /// `resources/read` of `uri`: the ReadResourceResult.
   task<boost::json::object> read_resource(std::string uri);
   /// `prompts/get` of `name` with `arguments`: the GetPromptResult.
   task<boost::json::object> get_prompt(std::string name, boost::json::object arguments = {});
+
+  // ---- tasks (docs/tasks.md) ------------------------------------------------------
+  /// `tools/call` of `name` asking for a task (`params.task`, with `ttl` when not 0; in
+  /// 2026 the tasks extension is declared for it): the task object the server answered
+  /// with (`taskId`, `status`, ...). A tool that does not run as a task answers its result
+  /// instead, which this returns as it is (no `taskId`).
+  task<boost::json::object> start_task(std::string name, boost::json::object arguments = {},
+                                       std::chrono::milliseconds ttl = std::chrono::milliseconds(0));
+  /// `tasks/get`: the task as it is now.
+  task<boost::json::object> get_task(std::string task_id);
+  /// The task's result once it has ended: 2025 `tasks/result` (which waits, and carries
+  /// the task's questions to the handlers); 2026 `tasks/get` polled every `poll`, its
+  /// questions answered by the handlers through `tasks/update`. A task that failed
+  /// throws `rpc_error` with its error; one cancelled throws `request_cancelled`.
+  task<boost::json::object> task_result(std::string task_id,
+                                        std::chrono::milliseconds poll = std::chrono::milliseconds(1));
+  /// `tasks/cancel`.
+  task<boost::json::object> cancel_task(std::string task_id);
+
+  // ---- cancellation and progress -----------------------------------------------------
+  /// Ids of the requests sent and not yet answered, oldest first.
+  [[nodiscard]] std::vector<std::int64_t> pending() const;
+  /// Cancels request `id` as a client does (`notifications/cancelled`); the call waiting
+  /// for it throws `request_cancelled` (the server answers a cancelled request with
+  /// nothing). Nothing happens for an id not pending.
+  void cancel(std::int64_t id, std::string reason = "cancelled by the test");
+  /// The params of every `notifications/progress` that carried `token`, oldest first.
+  [[nodiscard]] std::vector<boost::json::object> progress(std::string_view token) const;
 
   /// Sends notification `method` to the server.
   void notify(std::string method, boost::json::object params = {});
