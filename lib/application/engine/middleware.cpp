@@ -9,6 +9,7 @@
 
 #include <droid/application/server/request_origin.hpp>
 #include <droid/domain/ir/codec.hpp>
+#include <droid/domain/ir/message.hpp>
 
 #include "application/observe/observation.hpp"
 
@@ -56,8 +57,33 @@ std::string_view request::address() const noexcept {
   return origin_ ? std::string_view(origin_->remote_address) : std::string_view();
 }
 
+request::~request() {
+  if (live_) *live_ = nullptr;
+}
+
+void request::take_text() {
+  if (text_ready_) return;
+  text_ready_ = true;
+  if (!has_params_) return;
+  if (!given_text_.empty()) {
+    params_text_ = given_text_;
+  } else if (message_) {
+    params_text_ = message_->params().text;
+  } else if (tree_) {
+    boost::json::value v;
+    ir::assign_value(*tree_, v);
+    params_text_ = ir::to_json_text(v);
+  }
+}
+
+std::string_view request::params_text() {
+  take_text();
+  return params_text_;
+}
+
 const boost::json::object& request::params() {
   if (!parsed_) {
+    take_text();
     boost::json::value v;
     // The text is what the client sent (validated) or what `set_params` wrote.
     if (!params_text_.empty() && ir::parse_exact(params_text_, v) && v.is_object())
@@ -69,6 +95,14 @@ const boost::json::object& request::params() {
 }
 
 void request::set_params(boost::json::object params) {
+  // The tree no longer says what the method gets.
+  if (live_) *live_ = nullptr;
+  live_ = nullptr;
+  tree_ = nullptr;
+  message_ = nullptr;
+  given_text_ = {};
+  has_params_ = true;
+  text_ready_ = true;
   params_text_ = ir::to_json_text(params);
   name_ = name_in(method_, params);
   parsed_.emplace(std::move(params));
@@ -132,20 +166,16 @@ task<response> next::operator()(request& req) const { return detail::access::ste
 namespace detail {
 
 request access::make(std::shared_ptr<const chain> c, std::string_view method, const ir::json_node* params,
-                     std::string_view params_text, const ir::request_id& id, const peer_info& peer,
-                     const request_origin* origin, terminal last) {
+                     const ir::message* message, std::string_view params_text, const ir::request_id& id,
+                     const peer_info& peer, const request_origin* origin, terminal last) {
   request r;
   r.method_ = method;
   if (params) {
     r.name_ = droid::detail::observation::name_of(method, *params);
-    if (params_text.empty()) {
-      // The caller had the tree alone: written once from it.
-      boost::json::value v;
-      ir::assign_value(*params, v);
-      r.params_text_ = ir::to_json_text(v);
-    } else {
-      r.params_text_ = params_text;
-    }
+    r.has_params_ = true;
+    r.tree_ = params;
+    r.message_ = message;
+    r.given_text_ = params_text;
   }
   r.id_ = &id;
   r.peer_ = &peer;
@@ -153,6 +183,15 @@ request access::make(std::shared_ptr<const chain> c, std::string_view method, co
   r.chain_ = std::move(c);
   r.terminal_ = last;
   return r;
+}
+
+void access::detach(request& req) {
+  req.take_text();
+  req.tree_ = nullptr;
+  req.message_ = nullptr;
+  req.given_text_ = {};
+  if (req.live_) *req.live_ = nullptr;
+  req.live_ = nullptr;
 }
 
 task<response> access::run(request& req) { return step(req.chain_.get(), 0, req); }

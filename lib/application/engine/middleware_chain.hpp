@@ -22,21 +22,36 @@ namespace droid::middleware::detail {
 /// static functions is the one door the engine needs.
 struct access {
   /// A request of `method` for the chain `c`, ending in `last`. `params` (null when
-  /// absent) is read now; `params_text` is its text when the caller has it (empty: it is
-  /// written from `params`), kept because the method runs after the current parse of the
-  /// message is gone (the chain is a coroutine that may suspend before it calls next).
+  /// absent) is the tree being admitted; its text is `params_text` when the caller has
+  /// it, else `message`'s params, else written from the tree, and is copied only if asked
+  /// for or if the chain has not reached the method when admission ends (`detach`).
   [[nodiscard]] static request make(std::shared_ptr<const chain> c, std::string_view method,
-                                    const ir::json_node* params, std::string_view params_text,
-                                    const ir::request_id& id, const peer_info& peer, const request_origin* origin,
-                                    terminal last);
+                                    const ir::json_node* params, const ir::message* message,
+                                    std::string_view params_text, const ir::request_id& id, const peer_info& peer,
+                                    const request_origin* origin, terminal last);
+  /// Marks `req` as being admitted: until `detach`, its views of the message are valid,
+  /// and `*live` points to it (cleared when it no longer needs them).
+  static void admitting(request& req, request** live) noexcept {
+    req.live_ = live;
+    *live = &req;
+  }
+  /// Admission is over: `req` keeps its params as text from now on.
+  static void detach(request& req);
+  /// The tree the method is served from, when the request is still being admitted and
+  /// its params were not rewritten (then `has_tree` is true; the tree is null for a
+  /// request without params).
+  [[nodiscard]] static const ir::json_node* live_tree(const request& req, bool& has_tree) noexcept {
+    has_tree = req.live_ != nullptr;
+    return req.tree_;
+  }
   /// Runs the whole chain for `req`.
   [[nodiscard]] static task<response> run(request& req);
   /// The rest of the chain from handler `index` on.
   [[nodiscard]] static task<response> step(const chain* c, std::size_t index, request& req);
   /// The engine's answer a response carries.
   [[nodiscard]] static droid::detail::reply release(response&& r) noexcept { return std::move(r.reply_); }
-  /// The params the method is served with: `req.params_text()`.
-  [[nodiscard]] static std::string_view method_params(const request& req) noexcept { return req.params_text_; }
+  /// The params the method is served with, as text (after admission, or rewritten).
+  [[nodiscard]] static std::string_view method_params(request& req) { return req.params_text(); }
 };
 
 }  // namespace droid::middleware::detail

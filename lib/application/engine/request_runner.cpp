@@ -131,7 +131,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
       [&](const ir::json_node& node) {
         ran = true;
         admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin), msg.params().text);
+              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin), &msg);
       },
       &detail);
   if (ec && !ran) {
@@ -219,7 +219,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
                                  std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
                                  std::size_t bytes_in, std::shared_ptr<const request_origin> origin,
-                                 std::string_view params_text) {
+                                 const ir::message* source, std::string_view params_text) {
   // The stream is kept here until the request is over, whatever the path below; declared
   // before `done`, so that it is destroyed after `done` has finished the stream (a stream
   // that nothing else holds, as a legacy HTTP+SSE request's, was freed first).
@@ -324,15 +324,25 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
                                               runner_call& rec = *static_cast<runner_call*>(host);
                                               return rec.state.serve_chained(req, rec);
                                             }};
-    middleware::request req =
-        middleware::detail::access::make(std::move(chain), method, params, params_text, record.id, *record.peer,
-                                         record.origin(), last);
+    middleware::request req = middleware::detail::access::make(std::move(chain), method, params, source, params_text,
+                                                               record.id, *record.peer, record.origin(), last);
     done.to = nullptr;
-    start(executor, through_chain(std::move(req), record),
-          [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
-                                                                                   detail::reply r) {
-            finish_spawned(self, key_in_node, rec, std::move(failure), std::move(r));
-          });
+    // Started here, not posted: a chain that passes the request on before it suspends
+    // has the method served from this parse of the message. Whatever is still waiting
+    // when admission ends keeps the params as text from then on.
+    struct admission_end {
+      middleware::request* live = nullptr;
+      ~admission_end() {
+        if (live) middleware::detail::access::detach(*live);
+      }
+    } admission;
+    detail::spawn_driver driver =
+        detail::drive(through_chain(std::move(req), record, &admission.live),
+                      [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
+                                                                                              detail::reply r) {
+                        finish_spawned(self, key_in_node, rec, std::move(failure), std::move(r));
+                      });
+    driver.handle.resume();
     return;
   }
   std::optional<std::variant<detail::reply, task<detail::reply>>> dispatched;
@@ -376,6 +386,9 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_met
 
 std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_chained(middleware::request& req,
                                                                                      runner_call& record) {
+  bool admitting = false;
+  const ir::json_node* tree = middleware::detail::access::live_tree(req, admitting);
+  if (admitting) return serve_method(req.method(), tree, record);
   const std::string_view text = middleware::detail::access::method_params(req);
   if (text.empty()) return serve_method(req.method(), nullptr, record);
   // Parsed again: the tree the request arrived as was gone once the chain was spawned.
@@ -388,7 +401,9 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_cha
   return detail::reply::error(ir::errc::invalid_params, "Invalid params: " + std::string(why));
 }
 
-task<detail::reply> request_runner::impl::through_chain(middleware::request req, runner_call& record) {
+task<detail::reply> request_runner::impl::through_chain(middleware::request req, runner_call& record,
+                                                        middleware::request** live) {
+  middleware::detail::access::admitting(req, live);
   task<middleware::response> chain = middleware::detail::access::run(req);
   detail::reply r = middleware::detail::access::release(co_await std::move(chain));
   if (!r.is_error() && !r.framed && req.method() == "tools/call") {
@@ -466,9 +481,9 @@ void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<
 
 void request_runner::serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                                   const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-                                  peer_info&& peer, std::size_t bytes_in, std::string_view params_text) {
+                                  peer_info&& peer, std::size_t bytes_in, const ir::message* source) {
   impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
-               std::nullopt, bytes_in, {}, params_text);
+               std::nullopt, bytes_in, {}, source);
 }
 
 std::size_t request_runner::send_error(outbound* to, const std::optional<ir::request_id>& id, ir::errc code,

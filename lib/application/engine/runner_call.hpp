@@ -217,7 +217,8 @@ struct request_runner::impl {
              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
              const peer_info* peer, std::optional<peer_info> own_peer,
              std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
-             std::shared_ptr<const request_origin> origin = {}, std::string_view params_text = {});
+             std::shared_ptr<const request_origin> origin = {}, const ir::message* source = nullptr,
+             std::string_view params_text = {});
   /// Serves `record`'s request of `method` with `params` (the dispatch, or the runner's
   /// own task methods): what admission does when no middleware runs, and the last step
   /// of the chain when one does.
@@ -226,7 +227,7 @@ struct request_runner::impl {
   /// Puts `record`'s request through the server's middleware chain (`req` was built at
   /// admission), ending in `serve_method`; a tool's result a middleware rewrote is
   /// framed again for the request, as the tool's own was.
-  task<detail::reply> through_chain(middleware::request req, runner_call& record);
+  task<detail::reply> through_chain(middleware::request req, runner_call& record, middleware::request** live);
   /// The chain's last step: `serve_method` with the params `req` holds now.
   std::variant<detail::reply, task<detail::reply>> serve_chained(middleware::request& req, runner_call& record);
   /// Ends a spawned request (a tool, or the chain): its record leaves its table and its

@@ -331,7 +331,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
       }
       done.to = nullptr;
       s.runner->serve_parsed(msg.id(), msg.method(), msg.id(), params, std::move(stream), own_stream,
-                             std::move(peer), msg.text().size(), msg.params().text);
+                             std::move(peer), msg.text().size(), &msg);
     };
     if (const ir::json_kind kind = msg.params_kind(); kind == ir::json_kind::object || kind == ir::json_kind::array) {
       std::string_view detail;

@@ -415,7 +415,7 @@ void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t fr
     if (frame_only) plan.refusal = std::string(frame_only_refusal);
     plan.memory = std::move(memory);
     admit(self, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
-          std::move(plan), 0, {}, params_text);
+          std::move(plan), 0, {}, nullptr, params_text);
   };
   if (params_text.empty()) {
     serve(nullptr);

@@ -45,6 +45,10 @@
 namespace droid {
 
 struct request_origin;
+namespace ir {
+class json_node;
+class message;
+}  // namespace ir
 
 namespace middleware {
 
@@ -103,8 +107,9 @@ class request {
     return who.empty() ? address() : who;
   }
 
-  /// The params as JSON text; empty when the request has none.
-  [[nodiscard]] std::string_view params_text() const noexcept { return params_text_; }
+  /// The params as JSON text; empty when the request has none. Copied out of the message
+  /// on first use.
+  [[nodiscard]] std::string_view params_text();
   /// The params as an object (empty when the request has none), parsed on first use.
   [[nodiscard]] const boost::json::object& params();
   /// Replaces the params every later middleware and the method see. `name()` follows
@@ -114,9 +119,30 @@ class request {
  private:
   friend struct detail::access;
   request() = default;
+ public:
+  request(request&&) noexcept = default;
+  request& operator=(request&&) noexcept = default;
+  ~request();
+
+ private:
+
+  /// Makes `params_text_` hold the params (from the message, the given text, or the
+  /// tree), once.
+  void take_text();
 
   std::string method_;
   std::string name_;
+  /// Why the params are kept as where to find them rather than as text: a middleware
+  /// that passes the request on before the message is gone (the usual one: a check, a
+  /// count, a timer) has the method served from the tree the request arrived as, with no
+  /// copy and no second parse. The views below are valid while `live_` points here (the
+  /// request's admission); after it the text is in `params_text_`.
+  const ir::json_node* tree_ = nullptr;
+  const ir::message* message_ = nullptr;
+  std::string_view given_text_{};
+  request** live_ = nullptr;
+  bool has_params_ = false;
+  bool text_ready_ = false;
   std::string params_text_;
   std::optional<boost::json::object> parsed_;
   const ir::request_id* id_ = nullptr;

@@ -85,12 +85,12 @@ class request_runner : public std::enable_shared_from_this<request_runner> {
   /// (null: none), from inside its `ir::visit_json` callback. Why: a 2026 request's params
   /// are read for its `_meta` (and over HTTP its routing headers) before it is served; a
   /// second parse for the handler would double the cost of reading them. `bytes_in` is
-  /// the request message's size, for the server's `request_observer`; `params_text` the
-  /// params' text when the caller has it (middleware keeps it; empty: written from the
-  /// tree when a chain needs it).
+  /// the request message's size, for the server's `request_observer`; `source` the
+  /// message the params were parsed from, whose text a middleware may ask for (null:
+  /// written from the tree if asked).
   void serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                     const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-                    peer_info&& peer, std::size_t bytes_in = 0, std::string_view params_text = {});
+                    peer_info&& peer, std::size_t bytes_in = 0, const ir::message* source = nullptr);
 
   /// Writes a JSON-RPC error for request `id` (none: `id: null`) to `to`, unless closed.
   /// Returns its size in bytes (for the server's `request_observer`).

@@ -119,4 +119,21 @@ TEST_SUITE("adapters/http") {
     CHECK(v.at("id") == 5);
     CHECK(v.at("error").at("code") == -32600);
   }
+
+  TEST_CASE("a refusal for a limit on an event-stream response: 429 before the stream starts") {
+    auth_fixture f({}, {}, /*json=*/false);
+    f.srv.use([](mw::request& req, mw::next next) -> droid::task<mw::response> {
+      if (req.method() == "tools/call") co_return mw::response::refuse(429, -32600, "slow down", std::chrono::seconds(7));
+      co_return co_await next(req);
+    });
+    raw_connection c(f.port());
+    const std::string sid = session_of(c, "alice");
+    c.send(mcp_post(call_body(1, "whoami"), in_session(sid, "alice")));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 429);
+    REQUIRE(r->header("retry-after"));
+    CHECK(*r->header("retry-after") == "7");
+    CHECK(r->body.find("slow down") != std::string::npos);
+  }
 }

@@ -466,7 +466,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
       call->id = msg.id();
     }
     local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer),
-                                  msg.text().size(), msg.params().text);
+                                  msg.text().size(), &msg);
   };
   if (msg.params_kind() == ir::json_kind::object) {
     (void)ir::visit_params(msg, [&](const ir::json_node& p) { check(&p); });

@@ -358,7 +358,7 @@ void streamable_endpoint::serve_forwarded(std::vector<std::string_view> f) {
       peer.principal = std::string(f[4]);
       peer.origin = decode_origin(f[5], f[7]);
       home.runner->serve_parsed(ir::request_id(home.mint_key()), msg->method(), msg->id(), params, stream, true,
-                                std::move(peer), msg->text().size(), msg->params().text);
+                                std::move(peer), msg->text().size(), msg);
     };
     if (const ir::raw_json params = msg->params(); params.kind == ir::json_kind::object) {
       (void)ir::visit_json(params.text, [&](const ir::json_node& p) { serve(&p); });
