@@ -147,7 +147,13 @@ bool visible_with_scopes(const visibility_query& q) {
 
 server& server::use(middleware::handler h) {
   if (!h) throw std::invalid_argument("droid: server::use needs a middleware");
-  core_->add_middleware(std::move(h));
+  core_->add_middleware(middleware::detail::link{std::move(h), {}});
+  return *this;
+}
+
+server& server::use(middleware::guard g) {
+  if (!g) throw std::invalid_argument("droid: server::use needs a guard");
+  core_->add_middleware(middleware::detail::link{{}, std::move(g)});
   return *this;
 }
 

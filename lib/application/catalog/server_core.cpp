@@ -105,20 +105,24 @@ bool server_core::remove_method(std::string_view name) {
   return removed;
 }
 
-void server_core::add_middleware(middleware::handler h) {
+void server_core::add_middleware(middleware::detail::link l) {
   edit([&](catalog& c) {
     // A new chain, so that requests running through the old one keep it whole.
     auto chain = std::make_shared<middleware::detail::chain>();
     if (c.middleware) *chain = *c.middleware;
-    chain->push_back(std::move(h));
+    if (l.around) chain->guards_only = false;
+    chain->links.push_back(std::move(l));
     c.middleware = std::move(chain);
   });
+  // After the catalog is published: a request that sees the flag finds the chain.
+  any_middleware_.store(true, std::memory_order_release);
 }
 
 void server_core::set_visibility(visibility_predicate predicate) {
   edit([&](catalog& c) {
     c.visibility = predicate ? std::make_shared<const visibility_predicate>(std::move(predicate)) : nullptr;
   });
+  any_visibility_.store(true, std::memory_order_release);
   // Every client's view may have changed, and nothing says how.
   changes_.list_changed("notifications/tools/list_changed");
   changes_.list_changed("notifications/prompts/list_changed");
@@ -126,6 +130,7 @@ void server_core::set_visibility(visibility_predicate predicate) {
 }
 
 std::shared_ptr<const visibility_predicate> server_core::visibility() const {
+  if (!may_hide()) return nullptr;
   const catalog& c = view();
   if (!c.visibility) return nullptr;
   return c.visibility;
@@ -136,6 +141,7 @@ void server_core::add_notification_middleware(middleware::notification_handler h
 }
 
 std::shared_ptr<const middleware::detail::chain> server_core::middleware() const {
+  if (!any_middleware_.load(std::memory_order_acquire)) return nullptr;
   const catalog& c = view();
   if (!c.middleware) return nullptr;
   return c.middleware;

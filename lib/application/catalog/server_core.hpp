@@ -121,7 +121,7 @@ class server_core {
   /// Sets the visibility predicate (null: none).
   void set_visibility(visibility_predicate predicate);
   /// Appends a request middleware, or a notification middleware, to its chain.
-  void add_middleware(middleware::handler h);
+  void add_middleware(middleware::detail::link l);
   void add_notification_middleware(middleware::notification_handler h);
 
   // ---- lookups (no lock) ------------------------------------------------------------
@@ -151,6 +151,8 @@ class server_core {
                                                                              std::string& next) const;
   /// The visibility predicate, or null when every entry is visible.
   [[nodiscard]] std::shared_ptr<const visibility_predicate> visibility() const;
+  /// False while no visibility predicate was ever set (then `visibility()` is null).
+  [[nodiscard]] bool may_hide() const noexcept { return any_visibility_.load(std::memory_order_acquire); }
   /// The request middleware chain, or null when there is none.
   [[nodiscard]] std::shared_ptr<const middleware::detail::chain> middleware() const;
   /// Puts the client's notification `method` through the notification middleware; true
@@ -225,6 +227,12 @@ class server_core {
   /// Bumped (under `catalog_mutex_`) by every edit; a thread whose cached view is of an
   /// older version fetches the new one.
   std::atomic<std::uint64_t> version_{1};
+  /// Set once a middleware or a visibility predicate is registered (never cleared: a
+  /// later `visible_if(nullptr)` costs the lookup it saves). Why beside the catalog:
+  /// every request asks for both, and a server with neither then pays one load
+  /// each instead of a catalog lookup.
+  std::atomic<bool> any_middleware_{false};
+  std::atomic<bool> any_visibility_{false};
   mutable std::shared_ptr<const catalog> published_;
   mutable std::uint64_t published_version_ = 0;
 

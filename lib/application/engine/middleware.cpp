@@ -61,7 +61,7 @@ request::~request() {
   if (live_) *live_ = nullptr;
 }
 
-void request::take_text() {
+void request::take_text() const {
   if (text_ready_) return;
   text_ready_ = true;
   if (!has_params_) return;
@@ -76,7 +76,22 @@ void request::take_text() {
   }
 }
 
-std::string_view request::params_text() {
+std::string_view request::name() const {
+  if (!name_ready_) {
+    name_ready_ = true;
+    if (tree_) {
+      name_ = droid::detail::observation::name_of(method_, *tree_);
+    } else if (has_params_) {
+      // After admission, or rewritten: from the text.
+      boost::json::value v;
+      if (ir::parse_exact(params_text(), v) && v.is_object())
+        name_ = name_in(method_, v.as_object());
+    }
+  }
+  return name_;
+}
+
+std::string_view request::params_text() const {
   take_text();
   return params_text_;
 }
@@ -105,6 +120,7 @@ void request::set_params(boost::json::object params) {
   text_ready_ = true;
   params_text_ = ir::to_json_text(params);
   name_ = name_in(method_, params);
+  name_ready_ = true;
   parsed_.emplace(std::move(params));
 }
 
@@ -161,7 +177,32 @@ void response::set_result(boost::json::object result) {
   parsed_.emplace(std::move(result));
 }
 
-task<response> next::operator()(request& req) const { return detail::access::step(chain_, index_, req); }
+next::awaitable next::operator()(request& req) const {
+  for (std::size_t i = index_; i < chain_->links.size(); ++i) {
+    const detail::link& l = chain_->links[i];
+    if (l.around) return awaitable(std::in_place_index<2>, l.around(req, next(chain_, i + 1)));
+    if (std::optional<response> refused = l.check(req)) return awaitable(std::in_place_index<0>, std::move(*refused));
+  }
+  std::variant<droid::detail::reply, task<droid::detail::reply>> served = detail::access::serve(req);
+  if (auto* now = std::get_if<droid::detail::reply>(&served))
+    return awaitable(std::in_place_index<0>, response(std::move(*now)));
+  return awaitable(std::in_place_index<1>, std::move(std::get<1>(served)));
+}
+
+bool next::awaitable::await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  // The task's own awaiter holds nothing but its frame's handle: one made here and one
+  // made in `await_resume` act on the same frame, which the task in `state_` owns.
+  if (state_.index() == 1) return std::move(std::get<1>(state_)).operator co_await().await_suspend(awaiting);
+  return std::move(std::get<2>(state_)).operator co_await().await_suspend(awaiting);
+}
+
+response next::awaitable::await_resume() {
+  switch (state_.index()) {
+    case 0: return std::move(std::get<0>(state_));
+    case 1: return response(std::move(std::get<1>(state_)).operator co_await().await_resume());
+    default: return std::move(std::get<2>(state_)).operator co_await().await_resume();
+  }
+}
 
 namespace detail {
 
@@ -171,7 +212,6 @@ request access::make(std::shared_ptr<const chain> c, std::string_view method, co
   request r;
   r.method_ = method;
   if (params) {
-    r.name_ = droid::detail::observation::name_of(method, *params);
     r.has_params_ = true;
     r.tree_ = params;
     r.message_ = message;
@@ -186,6 +226,7 @@ request access::make(std::shared_ptr<const chain> c, std::string_view method, co
 }
 
 void access::detach(request& req) {
+  (void)req.name();  // from the tree, while it is there
   req.take_text();
   req.tree_ = nullptr;
   req.message_ = nullptr;
@@ -194,22 +235,13 @@ void access::detach(request& req) {
   req.live_ = nullptr;
 }
 
-task<response> access::run(request& req) { return step(req.chain_.get(), 0, req); }
-
-task<response> access::step(const chain* c, std::size_t index, request& req) {
-  if (index < c->size()) {
-    task<response> rest = (*c)[index](req, next(c, index + 1));
-    co_return co_await std::move(rest);
-  }
+std::variant<droid::detail::reply, task<droid::detail::reply>> access::serve(request& req) {
   if (!req.terminal_.run)
-    co_return response::error(static_cast<std::int64_t>(ir::errc::internal_error),
-                              "Internal error: a middleware passed the request on twice");
+    return droid::detail::reply::error(ir::errc::internal_error,
+                                       "Internal error: a middleware passed the request on twice");
   // Once: the method runs for one request, whatever a middleware does with `next`.
   const terminal last = std::exchange(req.terminal_, terminal{});
-  std::variant<droid::detail::reply, task<droid::detail::reply>> served = last.run(last.host, req);
-  if (auto* now = std::get_if<droid::detail::reply>(&served)) co_return response(std::move(*now));
-  task<droid::detail::reply> later = std::move(std::get<1>(served));
-  co_return response(co_await std::move(later));
+  return last.run(last.host, req);
 }
 
 }  // namespace detail

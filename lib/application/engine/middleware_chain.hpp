@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include <droid/application/server/middleware.hpp>
@@ -44,14 +45,20 @@ struct access {
     has_tree = req.live_ != nullptr;
     return req.tree_;
   }
-  /// Runs the whole chain for `req`.
-  [[nodiscard]] static task<response> run(request& req);
-  /// The rest of the chain from handler `index` on.
-  [[nodiscard]] static task<response> step(const chain* c, std::size_t index, request& req);
+  /// The whole chain for `req`: `co_await access::first(req)(req)`.
+  [[nodiscard]] static next first(const request& req) noexcept { return next(req.chain_.get(), 0); }
+  /// Runs the guards of a chain of guards alone: the first refusal, or nothing.
+  [[nodiscard]] static std::optional<response> check(request& req) {
+    for (const link& l : req.chain_->links)
+      if (std::optional<response> refused = l.check(req)) return refused;
+    return std::nullopt;
+  }
+  /// The method's answer for `req` (the chain's last step), once.
+  [[nodiscard]] static std::variant<droid::detail::reply, task<droid::detail::reply>> serve(request& req);
   /// The engine's answer a response carries.
   [[nodiscard]] static droid::detail::reply release(response&& r) noexcept { return std::move(r.reply_); }
   /// The params the method is served with, as text (after admission, or rewritten).
-  [[nodiscard]] static std::string_view method_params(request& req) { return req.params_text(); }
+  [[nodiscard]] static std::string_view method_params(const request& req) { return req.params_text(); }
 };
 
 }  // namespace droid::middleware::detail

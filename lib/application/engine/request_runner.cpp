@@ -318,8 +318,29 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
     const std::size_t n = send_reply(to, id, std::move(r), who);
     if (seen) seen->end(outcome, code, n);
   };
-  // With middleware, the chain runs as a task of its own and ends in `serve_method`.
-  if (std::shared_ptr<const middleware::detail::chain> chain = detail::core(srv).middleware()) {
+  std::shared_ptr<const middleware::detail::chain> chain = detail::core(srv).middleware();
+  if (chain && chain->guards_only) {
+    // Guards alone: run now, in order, and the request is served as without middleware.
+    middleware::request req = middleware::detail::access::make(std::move(chain), method, params, source, params_text,
+                                                               record.id, *record.peer, record.origin(), {});
+    std::optional<middleware::response> refused;
+    try {
+      refused = middleware::detail::access::check(req);
+    } catch (const std::exception& e) {
+      srv.diagnose(diagnostic_level::error, "a guard failed", {{"method", method}, {"error", e.what()}});
+      retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
+      return;
+    } catch (...) {
+      srv.diagnose(diagnostic_level::error, "a guard failed with a non-standard exception", {{"method", method}});
+      retire_and_reply(detail::reply::error(ir::errc::internal_error, "Internal error"));
+      return;
+    }
+    if (refused) {
+      retire_and_reply(middleware::detail::access::release(std::move(*refused)));
+      return;
+    }
+  } else if (chain) {
+    // With middleware, the chain runs as a task of its own and ends in `serve_method`.
     const middleware::detail::terminal last{&record, [](void* host, middleware::request& req) {
                                               runner_call& rec = *static_cast<runner_call*>(host);
                                               return rec.state.serve_chained(req, rec);
@@ -404,8 +425,8 @@ std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_cha
 task<detail::reply> request_runner::impl::through_chain(middleware::request req, runner_call& record,
                                                         middleware::request** live) {
   middleware::detail::access::admitting(req, live);
-  task<middleware::response> chain = middleware::detail::access::run(req);
-  detail::reply r = middleware::detail::access::release(co_await std::move(chain));
+  const middleware::next chain = middleware::detail::access::first(req);
+  detail::reply r = middleware::detail::access::release(co_await chain(req));
   if (!r.is_error() && !r.framed && req.method() == "tools/call") {
     // A rewritten tool result: framed for the request, as the tool's own is (a task's
     // record takes it out of the same frame).

@@ -268,7 +268,8 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
     route_answer(std::move(msg));
     return;
   }
-  if (origin && origin != s.last_origin) s.last_origin = origin;
+  // Kept only for a server that may hide entries (what it is kept for).
+  if (origin && origin != s.last_origin && detail::core(s.srv).may_hide()) s.last_origin = origin;
 
   if (msg.is_notification()) {
     const std::string& m = msg.method();

@@ -103,26 +103,26 @@ std::size_t rate_limiter::tenants() const {
   return n;
 }
 
-handler rate_limiter::middleware(std::shared_ptr<rate_limiter> self) const {
-  return [self = std::move(self)](request& req, next pass) -> task<response> {
+guard rate_limiter::middleware(std::shared_ptr<rate_limiter> self) const {
+  return [self = std::move(self)](request& req) -> std::optional<response> {
     const rate_limit_options& o = self->options_;
     std::optional<std::string> key;
     if (o.key) {
       key = o.key(req);
-      if (!key) co_return co_await pass(req);
+      if (!key) return std::nullopt;
     }
     const auto now = o.clock ? o.clock() : std::chrono::steady_clock::now();
     const std::chrono::nanoseconds wait = self->take(key ? std::string_view(*key) : req.tenant(), now);
-    if (wait.count() == 0) co_return co_await pass(req);
+    if (wait.count() == 0) return std::nullopt;
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait);
     std::string message = "Too many requests: over this client's share of " + rate_text(o.per_second) +
                           " a second; retry in " + std::to_string(ms.count()) + " ms";
-    co_return response::refuse(429, static_cast<std::int64_t>(ir::errc::invalid_request), std::move(message), ms,
-                               boost::json::object{{"retryAfterMs", ms.count()}});
+    return response::refuse(429, static_cast<std::int64_t>(ir::errc::invalid_request), std::move(message), ms,
+                            boost::json::object{{"retryAfterMs", ms.count()}});
   };
 }
 
-handler rate_limit(rate_limit_options options) {
+guard rate_limit(rate_limit_options options) {
   auto limiter = std::make_shared<rate_limiter>(std::move(options));
   return limiter->middleware(limiter);
 }

@@ -65,8 +65,8 @@ class rate_limiter {
   [[nodiscard]] std::chrono::nanoseconds take(std::string_view tenant, std::chrono::steady_clock::time_point now);
   /// Tenants whose buckets are remembered now.
   [[nodiscard]] std::size_t tenants() const;
-  /// The middleware (holds this limiter).
-  [[nodiscard]] handler middleware(std::shared_ptr<rate_limiter> self) const;
+  /// The limiter as a guard for `server::use` (holds this limiter).
+  [[nodiscard]] guard middleware(std::shared_ptr<rate_limiter> self) const;
 
  private:
   struct shard;
@@ -75,7 +75,8 @@ class rate_limiter {
   std::unique_ptr<shard[]> shards_;
 };
 
-/// A `rate_limiter` with `options`, as a middleware for `server::use`.
-[[nodiscard]] handler rate_limit(rate_limit_options options);
+/// A `rate_limiter` with `options`, as a guard for `server::use` (it only refuses or
+/// lets on, so it runs with no coroutine frame: `middleware::guard`).
+[[nodiscard]] guard rate_limit(rate_limit_options options);
 
 }  // namespace droid::middleware

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -31,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -58,6 +60,13 @@ class next;
 
 /// One middleware: takes the request and the rest of the chain, returns the answer.
 using handler = std::function<task<response>(request&, next)>;
+/// A middleware that only lets a request on or refuses it (an allow-list, a limiter):
+/// a refusal, or nothing to let the request on.
+///
+/// Why a kind of its own: a guard needs no code after the method, so it runs as a plain
+/// call, with no coroutine frame; a server whose chain holds guards alone serves its
+/// requests as fast as one without middleware, but for the guards' own work.
+using guard = std::function<std::optional<response>(request&)>;
 
 namespace detail {
 /// What the chain hands to its last step (the runner's dispatch), type-erased so that
@@ -66,8 +75,18 @@ struct terminal {
   void* host = nullptr;
   std::variant<droid::detail::reply, task<droid::detail::reply>> (*run)(void* host, request& req) = nullptr;
 };
-/// The handlers of a server's chain, shared by every request that runs through it.
-using chain = std::vector<handler>;
+/// One link of a chain: a middleware or a guard (exactly one is set).
+struct link {
+  handler around;
+  guard check;
+};
+/// A server's chain, shared by every request that runs through it.
+struct chain {
+  std::vector<link> links;
+  /// Every link is a guard: the engine runs them at admission and serves the request as
+  /// without middleware.
+  bool guards_only = true;
+};
 struct access;
 }  // namespace detail
 
@@ -84,7 +103,7 @@ class request {
   [[nodiscard]] std::string_view method() const noexcept { return method_; }
   /// The tool (`tools/call`), resource URI (`resources/read`) or prompt (`prompts/get`)
   /// the request names; empty for other methods.
-  [[nodiscard]] std::string_view name() const noexcept { return name_; }
+  [[nodiscard]] std::string_view name() const;
   /// The request's id, as the client gave it.
   [[nodiscard]] const ir::request_id& id() const noexcept { return *id_; }
   /// The client as this request sees it: its protocol version and era, `clientInfo`,
@@ -109,7 +128,7 @@ class request {
 
   /// The params as JSON text; empty when the request has none. Copied out of the message
   /// on first use.
-  [[nodiscard]] std::string_view params_text();
+  [[nodiscard]] std::string_view params_text() const;
   /// The params as an object (empty when the request has none), parsed on first use.
   [[nodiscard]] const boost::json::object& params();
   /// Replaces the params every later middleware and the method see. `name()` follows
@@ -128,10 +147,12 @@ class request {
 
   /// Makes `params_text_` hold the params (from the message, the given text, or the
   /// tree), once.
-  void take_text();
+  void take_text() const;
 
   std::string method_;
-  std::string name_;
+  /// Found on first use (most guards never ask), or when admission ends.
+  mutable std::string name_;
+  mutable bool name_ready_ = false;
   /// Why the params are kept as where to find them rather than as text: a middleware
   /// that passes the request on before the message is gone (the usual one: a check, a
   /// count, a timer) has the method served from the tree the request arrived as, with no
@@ -142,8 +163,8 @@ class request {
   std::string_view given_text_{};
   request** live_ = nullptr;
   bool has_params_ = false;
-  bool text_ready_ = false;
-  std::string params_text_;
+  mutable bool text_ready_ = false;
+  mutable std::string params_text_;
   std::optional<boost::json::object> parsed_;
   const ir::request_id* id_ = nullptr;
   const peer_info* peer_ = nullptr;
@@ -202,6 +223,7 @@ class response {
 
  private:
   friend struct detail::access;
+  friend class next;
   explicit response(droid::detail::reply r) noexcept;
 
   droid::detail::reply reply_;
@@ -214,10 +236,33 @@ class response {
 /// middleware may keep it, call it once, or not at all (a refusal), without an allocation.
 class next {
  public:
+  /// What `next(req)` gives: `co_await` it for the answer.
+  ///
+  /// Why an awaitable and not a `task<response>`: a task is a coroutine frame, and every
+  /// request would pay one per middleware for nothing but handing an answer up; this
+  /// holds the answer, or the work that will give it, and awaits that directly.
+  class [[nodiscard]] awaitable {
+   public:
+    /// True when the answer is there already (a refusal, a list, any method that
+    /// answers without waiting).
+    [[nodiscard]] bool await_ready() const noexcept { return state_.index() == 0; }
+    /// Runs the rest of the chain, resuming `awaiting` when it has answered.
+    bool await_suspend(std::coroutine_handle<> awaiting) noexcept;
+    /// The answer (rethrows what the rest of the chain threw).
+    response await_resume();
+
+   private:
+    friend class next;
+    template <std::size_t I, class T>
+    awaitable(std::in_place_index_t<I> which, T&& value) : state_(which, std::forward<T>(value)) {}
+    std::variant<response, task<droid::detail::reply>, task<response>> state_;
+  };
+
   /// Passes `req` on (to the next middleware, or to the method itself) and returns its
-  /// answer once it has one. Called at most once per request: a second call would run
-  /// the method twice.
-  [[nodiscard]] task<response> operator()(request& req) const;
+  /// answer once it has one (`co_await next(req)`). The rest of the chain starts when
+  /// this is called. Called at most once per request: a second call answers -32603
+  /// instead of running the method twice.
+  awaitable operator()(request& req) const;
 
  private:
   friend struct detail::access;

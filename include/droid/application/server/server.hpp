@@ -664,6 +664,10 @@ class server {
   /// order middleware was added, the first added outermost. Requests already running
   /// keep the chain they started with. Without middleware a request pays one pointer test.
   server& use(middleware::handler h);
+  /// Appends guard `g` to the same chain, in order with the middleware: a plain
+  /// function that refuses the request or lets it on, run with no coroutine frame (see
+  /// `middleware::guard`).
+  server& use(middleware::guard g);
   /// Appends `h` to the notification middleware chain: every notification a client
   /// sends runs through it, in order, before the engine acts on it.
   server& use_on_notifications(middleware::notification_handler h);

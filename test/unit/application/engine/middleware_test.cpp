@@ -234,6 +234,41 @@ TEST_SUITE("application/middleware") {
     CHECK(droid::live_frames() == 0);
   }
 
+  TEST_CASE("guards refuse or let on, alone (served as without middleware) or in order within a chain") {
+    for (const era e : both) {
+      CAPTURE(static_cast<int>(e));
+      for (const bool mixed : {false, true}) {
+        CAPTURE(mixed);
+        fixture f(e);
+        std::vector<std::string> trace;
+        if (mixed)
+          f.srv.use([&trace](mw::request& req, mw::next next) -> droid::task<mw::response> {
+            trace.push_back("around>");
+            mw::response r = co_await next(req);
+            trace.push_back("<around");
+            co_return r;
+          });
+        f.srv.use([&trace](mw::request& req) -> std::optional<mw::response> {
+          trace.push_back("guard " + std::string(req.name()));
+          if (req.name() == "greet") return mw::response::error(-32002, "no greetings today");
+          if (req.method() == "tools/call" && req.params().at("arguments").at("text") == "throw")
+            throw std::runtime_error("the guard broke");
+          return std::nullopt;
+        });
+        (void)f.run(f.client->connect());
+        trace.clear();
+        CHECK(text_at(f.call("echo", {{"text", "hi"}}), 0) == "hi");
+        CHECK(trace == (mixed ? std::vector<std::string>{"around>", "guard echo", "<around"}
+                              : std::vector<std::string>{"guard echo"}));
+        const auto refused = f.refused("greet");
+        CHECK(refused.code() == -32002);
+        const auto broke = f.refused("echo", {{"text", "throw"}});
+        CHECK(broke.code() == -32603);
+        CHECK(f.runs == 1);
+      }
+    }
+  }
+
   TEST_CASE("passing a request on twice runs the method once") {
     fixture f(era::v2025);
     f.srv.use([](mw::request& req, mw::next next) -> droid::task<mw::response> {
