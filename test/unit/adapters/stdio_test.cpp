@@ -271,19 +271,24 @@ TEST_SUITE("adapters/stdio") {
                   -> droid::task<droid::middleware::response> {
       if (req.method() == "tools/call" && req.name() == "brief")
         co_return droid::middleware::response::refuse(429, -32600, "slow down", std::chrono::seconds(3));
+      if (req.method() == "tools/call" && req.name() == "slow") throw std::runtime_error("no slow calls");
       co_return co_await next(req);
     });
     const std::string modern_meta =
         R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}})";
     f.write(init_line + R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brief"}})" + "\n" +
             R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"brief",)" + modern_meta + "}}\n" +
-            R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n");
-    const auto out = f.lines(4);
-    REQUIRE(out.size() == 4);
+            R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n" +
+            R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}})" + "\n");
+    const auto out = f.lines(5);
+    REQUIRE(out.size() == 5);
+    CHECK(f.slow_cancelled == 0);
     for (const auto& line : out) {
       if (line.at("id") == 1 || line.at("id") == 2) {
         CHECK(line.at("error").at("code") == -32600);
         CHECK(line.at("error").at("message") == "slow down");
+      } else if (line.at("id") == 4) {
+        CHECK(line.at("error").at("code") == -32603);  // a middleware that throws
       } else {
         CHECK(line.as_object().contains("result"));
       }

@@ -4,7 +4,11 @@
 /// go through the same chain; a middleware sees the principal the transport verified,
 /// its refusal is the JSON-RPC answer, and the rate limiter's is 429 with Retry-After per
 /// principal.
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -135,5 +139,63 @@ TEST_SUITE("adapters/http") {
     REQUIRE(r->header("retry-after"));
     CHECK(*r->header("retry-after") == "7");
     CHECK(r->body.find("slow down") != std::string::npos);
+  }
+
+  TEST_CASE("middleware over HTTP: order, timing and a middleware that throws, in a session and on the legacy transport") {
+    droid::http::options opts;
+    opts.legacy_sse = true;
+    auth_fixture f(opts);
+    std::vector<std::string> trace;
+    std::mutex mutex;  // the chain runs on the shards
+    const auto note = [&](std::string s) {
+      std::lock_guard lock(mutex);
+      trace.push_back(std::move(s));
+    };
+    f.srv.use([&note](mw::request& req, mw::next next) -> droid::task<mw::response> {
+      if (req.method() != "tools/call") co_return co_await next(req);
+      const auto start = std::chrono::steady_clock::now();
+      note("outer>");
+      mw::response r = co_await next(req);
+      note(std::chrono::steady_clock::now() >= start ? "<outer timed" : "<outer");
+      co_return r;
+    });
+    f.srv.use([&note](mw::request& req, mw::next next) -> droid::task<mw::response> {
+      if (req.method() != "tools/call") co_return co_await next(req);
+      note("inner>");
+      if (req.params().at("arguments").as_object().contains("boom")) throw std::runtime_error("inner broke");
+      mw::response r = co_await next(req);
+      note("<inner");
+      co_return r;
+    });
+    raw_connection c(f.port());
+    const std::string sid = session_of(c, "alice");
+    c.send(mcp_post(call_body(1, "whoami"), in_session(sid, "alice")));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    {
+      std::lock_guard lock(mutex);
+      CHECK(trace == std::vector<std::string>{"outer>", "inner>", "<inner", "<outer timed"});
+    }
+    c.send(mcp_post(call_body(2, "whoami", R"({"boom":true})"), in_session(sid, "alice")));
+    r = c.read_response();
+    REQUIRE(r);
+    auto v = boost::json::parse(r->body);
+    CHECK(v.at("id") == 2);
+    CHECK(v.at("error").at("code") == -32603);
+    CHECK(v.at("error").at("message") == "Internal error");
+
+    // The legacy HTTP+SSE transport: the same chain, the answer on the event stream.
+    raw_connection stream(f.port());
+    const std::string path = legacy_endpoint_of(stream, "bob");
+    raw_connection post(f.port());
+    post.send(mcp_post(initialize_body, bearer("bob"), path));
+    REQUIRE(post.read_response());
+    (void)stream.read_until("protocolVersion");
+    post.send(mcp_post(call_body(3, "whoami", R"({"boom":true})"), bearer("bob"), path));
+    REQUIRE(post.read_response());
+    const std::string answered = stream.read_until("Internal error");
+    CHECK(answered.find(R"("id":3)") != std::string::npos);
+    CHECK(answered.find("-32603") != std::string::npos);
   }
 }
