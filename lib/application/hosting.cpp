@@ -16,7 +16,7 @@ std::shared_ptr<const detail::tool_entry> find_tool(const server& srv, std::stri
 
 bool deliver_notification(const server& srv, const ir::message& msg, const peer_info& peer) {
   const detail::server_core& core = detail::core(srv);
-  if (!core.pass_notification(msg.method(), msg.params().text, peer, peer.origin.get())) return false;
+  if (!core.pass_notification(msg, peer, peer.origin.get())) return false;
   return core.deliver_notification(msg, peer);
 }
 

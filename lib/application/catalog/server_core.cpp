@@ -147,7 +147,7 @@ std::shared_ptr<const middleware::detail::chain> server_core::middleware() const
   return c.middleware;
 }
 
-bool server_core::pass_notification(std::string_view method, std::string_view params_text, const peer_info& peer,
+bool server_core::pass_notification(const ir::message& msg, const peer_info& peer,
                                     const request_origin* origin) const {
   std::vector<middleware::notification_handler> chain;
   {
@@ -155,7 +155,8 @@ bool server_core::pass_notification(std::string_view method, std::string_view pa
     if (c.notification_middleware.empty()) return true;
     chain = c.notification_middleware;  // copied: the view is this thread's until its next lookup
   }
-  const middleware::notification n{method, params_text, &peer, origin};
+  const std::string_view method = msg.method();
+  const middleware::notification n{method, msg.params().text, &peer, origin};
   bool passed = false;
   std::function<void(std::size_t)> from = [&](std::size_t i) {
     if (i == chain.size()) {

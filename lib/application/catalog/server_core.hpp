@@ -158,7 +158,9 @@ class server_core {
   /// Puts the client's notification `method` through the notification middleware; true
   /// when every one let it on (always, without any). A middleware's exception is
   /// reported as a diagnostic and drops the notification.
-  [[nodiscard]] bool pass_notification(std::string_view method, std::string_view params_text, const peer_info& peer,
+  /// `msg`'s params text is found only when there is notification middleware (finding it
+  /// scans the message).
+  [[nodiscard]] bool pass_notification(const ir::message& msg, const peer_info& peer,
                                        const request_origin* origin) const;
   /// The custom method `name`, or null.
   [[nodiscard]] std::shared_ptr<const method_entry> find_method(std::string_view name) const;

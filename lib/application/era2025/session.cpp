@@ -274,7 +274,7 @@ void session::receive(ir::message msg, std::shared_ptr<outbound> stream, std::sh
   if (msg.is_notification()) {
     const std::string& m = msg.method();
     // Notification middleware first: it may drop any notification, the engine's own too.
-    if (!detail::core(s.srv).pass_notification(m, msg.params().text, s.peer, origin.get())) return;
+    if (!detail::core(s.srv).pass_notification(msg, s.peer, origin.get())) return;
     if (m == "notifications/initialized") return;
     if (m == "notifications/roots/list_changed") {
       if (s.initialized) detail::core(s.srv).changes().roots_list_changed(s.peer);

@@ -139,8 +139,11 @@ class request {
   friend struct detail::access;
   request() = default;
  public:
+  /// Moved only by the engine, before the request is admitted.
   request(request&&) noexcept = default;
+  /// Moved only by the engine, before the request is admitted.
   request& operator=(request&&) noexcept = default;
+  /// Tells the engine's admission that the request is gone, if it is still watched.
   ~request();
 
  private:
@@ -182,8 +185,11 @@ class response {
  public:
   /// An empty result (`{}`).
   response();
-  response(response&&) noexcept;
-  response& operator=(response&&) noexcept;
+  /// Takes `other`'s answer.
+  response(response&& other) noexcept;
+  /// Takes `other`'s answer.
+  response& operator=(response&& other) noexcept;
+  /// Frees the answer.
   ~response();
 
   /// A result: `result` is the method's result object (for `tools/call`, a
