@@ -131,9 +131,7 @@ void server_core::set_visibility(visibility_predicate predicate) {
 
 std::shared_ptr<const visibility_predicate> server_core::visibility() const {
   if (!may_hide()) return nullptr;
-  const catalog& c = view();
-  if (!c.visibility) return nullptr;
-  return c.visibility;
+  return view().visibility;
 }
 
 void server_core::add_notification_middleware(middleware::notification_handler h) {
@@ -142,9 +140,7 @@ void server_core::add_notification_middleware(middleware::notification_handler h
 
 std::shared_ptr<const middleware::detail::chain> server_core::middleware() const {
   if (!any_middleware_.load(std::memory_order_acquire)) return nullptr;
-  const catalog& c = view();
-  if (!c.middleware) return nullptr;
-  return c.middleware;
+  return view().middleware;
 }
 
 bool server_core::pass_notification(const ir::message& msg, const peer_info& peer,
