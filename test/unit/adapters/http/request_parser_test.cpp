@@ -264,7 +264,8 @@ TEST_SUITE("adapters/http/request_parser") {
     const std::string raw =
         "POST /mcp HTTP/1.1\r\nX-Padd: p\r\nHOST: h\r\nAccept: a1\r\nOrigin: o\r\nexpect: e\r\n"
         "Content-Type: c\r\nAuthorization: z\r\nLast-Event-ID: l\r\nMcp-Session-Id: s1\r\n"
-        "MCP-Protocol-Version: v\r\naccept: a2\r\nmcp-session-id: s2\r\nX-Other-Name: x\r\n\r\n";
+        "MCP-Protocol-Version: v\r\naccept: a2\r\nmcp-session-id: s2\r\nX-Other-Name: x\r\n"
+        "Mcp-Method: m\r\nMCP-NAME: n1\r\nX-Pad-Nm: q\r\nmcp-name: n2\r\nMcp-Name: n3\r\n\r\n";
     request_parser p;
     REQUIRE(p.feed(raw.data(), raw.size()) == raw.size());
     REQUIRE(p.complete());
@@ -273,7 +274,7 @@ TEST_SUITE("adapters/http/request_parser") {
     const std::pair<const char*, const char*> expected[] = {
         {"host", "h"}, {"accept", "a1"}, {"origin", "o"}, {"expect", "e"}, {"content-type", "c"},
         {"authorization", "z"}, {"last-event-id", "l"}, {"mcp-session-id", "s1"}, {"mcp-protocol-version", "v"},
-        {"x-padd", "p"}, {"x-other-name", "x"}};
+        {"mcp-method", "m"}, {"mcp-name", "n1"}, {"x-padd", "p"}, {"x-other-name", "x"}, {"x-pad-nm", "q"}};
     for (const auto& field : expected) {
       // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
       const char* const name = field.first;
@@ -287,6 +288,14 @@ TEST_SUITE("adapters/http/request_parser") {
     }
     CHECK(r.find("cookie") == nullptr);
     CHECK(r.find("content-length") == nullptr);
+    // Counts from the index agree with a walk: once, absent, and repeated (two or three).
+    CHECK(r.count("host") == 1);
+    CHECK(r.count("mcp-method") == 1);
+    CHECK(r.count("accept") == 2);
+    CHECK(r.count("mcp-session-id") == 2);
+    CHECK(r.count("mcp-name") == 3);
+    CHECK(r.count("cookie") == 0);
+    CHECK(r.count("x-padd") == 1);
 
     // Absent indexed names are absent, not the previous request's.
     const std::string bare = "GET / HTTP/1.1\r\nHost: b\r\n\r\n";
@@ -295,6 +304,9 @@ TEST_SUITE("adapters/http/request_parser") {
     CHECK(*second.find("host") == "b");
     CHECK(second.find("accept") == nullptr);
     CHECK(second.find("mcp-session-id") == nullptr);
+    CHECK(second.count("mcp-name") == 0);
+    CHECK(second.count("accept") == 0);
+    CHECK(second.count("host") == 1);
   }
 
   TEST_CASE("a request of more than 255 fields is looked up by the walk") {

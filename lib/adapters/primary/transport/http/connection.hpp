@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -110,6 +109,13 @@ struct shard {
 
 class connection;
 
+/// The size of a connection's read buffer: a read takes at most this much.
+constexpr std::size_t read_buffer_size = 16 * 1024;
+/// A read buffer of `read_buffer_size`, one this thread kept if it has one.
+[[nodiscard]] std::unique_ptr<char[]> take_read_buffer();
+/// Keeps `buffer` for this thread's next connection, or frees it past the bound.
+void give_back_read_buffer(std::unique_ptr<char[]> buffer) noexcept;
+
 /// What the core hands each complete, well-formed request to. Returns whether the
 /// connection may carry another request.
 class request_handler {
@@ -129,20 +135,23 @@ class request_handler {
 ///
 /// Why apart from the endpoints: TLS, limits and graceful close concern every request
 /// alike, and an endpoint should not have to know how bytes reach it.
-/// Affinity: the acceptor and the closers' list are used from shard 0 and from stop();
-/// counters are atomics read anywhere.
+/// Affinity: each accept point is used from its shard's thread (shard 0's when there is
+/// one point); the closers' list is shared under its mutex; counters are atomics read
+/// anywhere.
 class connection_core {
  public:
   connection_core(const options& opts, request_handler& handler, std::function<void(const diagnostic&)> log)
       : opts_(opts), handler_(handler), log_(std::move(log)) {}
 
-  /// Binds and listens on `opts.host:opts.port` with shard 0's context. Throws
-  /// `std::system_error` when it cannot.
+  /// Binds and listens on `opts.host:opts.port`: one listening socket per shard where
+  /// the platform lets sockets share a port (see `accept_point`), else one on shard 0.
+  /// Throws `std::system_error` when it cannot, as when another process holds the port.
   void bind();
   /// Starts accepting and sweeping deadlines. `keep` is held by every connection and
   /// pending handler, so what they refer to outlives them.
   void start(std::weak_ptr<void> keep);
-  /// From shard 0: no new connections.
+  /// From shard 0: no new connections (each shard's listening socket is closed on its
+  /// own thread).
   void stop_accepting();
   /// Closes every idle connection now and the busy ones after their response.
   void close_connections();
@@ -171,7 +180,28 @@ class connection_core {
 
  private:
   friend class connection;
-  void start_accept();
+
+  /// Where connections are accepted: a listening socket, the shard whose thread accepts
+  /// on it, and the peer address each accept reports.
+  ///
+  /// Why one per shard: with a single socket on shard 0, every new connection woke shard
+  /// 0 and then, for half of them, the other shard it was handed to (a cross-thread post,
+  /// an epoll wake-up and a context switch), and its peer and local addresses took two
+  /// more system calls. Behind a reverse proxy that opens upstream connections beyond
+  /// its keep-alive pool, that made a new connection cost about twice nginx's (docs/
+  /// benchmarks.md, "Connections"). With `SO_REUSEPORT` the kernel spreads connections
+  /// over the shards' sockets, and each is served where it was accepted.
+  struct accept_point {
+    /// The shard that accepts here and keeps what it accepts; null for the single
+    /// socket, which deals connections out to the shards in turn.
+    shard* home = nullptr;
+    std::optional<asio::ip::tcp::acceptor> acceptor;
+    /// Filled by each accept: the peer's address without a `getpeername`.
+    asio::ip::tcp::endpoint peer;
+  };
+  void start_accept(accept_point& at);
+  /// Opens, binds and listens one socket on `io` (sharing the port when `share`).
+  void open_listening(asio::ip::tcp::acceptor& a, const asio::ip::tcp::endpoint& ep, bool share);
   void start_sweep(shard& s);
   /// How often each shard looks for expired deadlines: a tenth of the shortest connection
   /// timeout, so a deadline is late by at most that much.
@@ -181,7 +211,11 @@ class connection_core {
   request_handler& handler_;
   std::function<void(const diagnostic&)> log_;
   std::weak_ptr<void> keep_;
-  std::optional<asio::ip::tcp::acceptor> acceptor_;
+  std::vector<std::unique_ptr<accept_point>> accept_points_;
+  /// Whether every connection's local address is loopback, known when the listening
+  /// sockets are bound to one address (not a wildcard): then no `getsockname` per
+  /// connection.
+  std::optional<bool> local_loopback_;
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> connection_count_{0};
   /// Connections per remote address (`options::max_connections_per_address`): one
@@ -189,9 +223,10 @@ class connection_core {
   keyed_limits connections_by_address_;
   std::atomic<std::size_t> next_shard_{0};
   std::atomic<bool> stopping_{false};
-  /// Every live connection's "close now" hook, so a stop can end idle keep-alives.
+  /// Every live connection, so a stop can end idle keep-alives: an intrusive list, so
+  /// that a connection costs no allocation to be found.
   std::mutex closers_mutex_;
-  std::list<std::function<void()>> closers_;
+  connection* closers_ = nullptr;
   mutable std::mutex tls_mutex_;
   std::shared_ptr<asio::ssl::context> tls_;
 };
@@ -209,8 +244,11 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// `remote_address` and `address_slot`: the peer's address as the accept read it, and
   /// its place under `options::max_connections_per_address`, held for the connection's
   /// life.
+  /// `local_loopback`: whether the local address is loopback, when the listener knows
+  /// (else the socket is asked).
   connection(connection_core& core, shard& home, asio::ip::tcp::socket socket,
-             std::shared_ptr<asio::ssl::context> tls, std::string remote_address, keyed_limits::slot address_slot);
+             std::shared_ptr<asio::ssl::context> tls, std::string remote_address, keyed_limits::slot address_slot,
+             std::optional<bool> local_loopback = std::nullopt);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -280,7 +318,9 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   task<bool> serve_events(const std::shared_ptr<response_sink>& sink, const std::string& extra_headers,
                           bool standalone, bool headers_sent = false);
 
-  std::list<std::function<void()>>::iterator closer;
+  /// Links in the core's list of live connections (under its mutex).
+  connection* closer_prev = nullptr;
+  connection* closer_next = nullptr;
 
  private:
   /// Sets the connection's one deadline; when the shard's sweep finds it passed, pending

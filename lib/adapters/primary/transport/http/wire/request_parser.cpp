@@ -312,6 +312,7 @@ request::request(request&& other) noexcept
       keep_alive(other.keep_alive),
       head_(std::move(other.head_)),
       known_(other.known_),
+      repeated_(other.repeated_),
       indexed_(std::exchange(other.indexed_, false)) {
   other.headers.clear();
   other.body.clear();
@@ -331,6 +332,7 @@ request& request::operator=(request&& other) noexcept {
     body = std::move(other.body);
     keep_alive = other.keep_alive;
     known_ = other.known_;
+    repeated_ = other.repeated_;
     indexed_ = std::exchange(other.indexed_, false);
     other.head_.clear();
     other.headers.clear();
@@ -345,7 +347,7 @@ const std::string_view* request::find_any(std::string_view lower_name) const noe
   return nullptr;
 }
 
-std::size_t request::count(std::string_view lower_name) const noexcept {
+std::size_t request::count_any(std::string_view lower_name) const noexcept {
   return static_cast<std::size_t>(
       std::count_if(headers.begin(), headers.end(), [&](const header_field& f) { return f.name == lower_name; }));
 }
@@ -552,6 +554,7 @@ struct request_parser::impl {
     connection_tokens connection;
     r.headers.reserve(fields_.size());
     r.known_ = {};
+    r.repeated_ = 0;
     r.indexed_ = fields_.size() <= 255;
     for (const field_span& f : fields_) {
       lower_ascii(head + f.name_begin, f.name_end - f.name_begin);
@@ -592,6 +595,7 @@ struct request_parser::impl {
       if (const int slot = request::known_slot(name); slot >= 0 && r.indexed_) {
         std::uint8_t& at = r.known_[static_cast<std::size_t>(slot)];
         if (at == 0) at = static_cast<std::uint8_t>(r.headers.size());
+        else r.repeated_ = static_cast<std::uint16_t>(r.repeated_ | (1u << slot));
       }
     }
 

@@ -89,8 +89,15 @@ struct request {
   [[nodiscard]] const std::string_view* host() const noexcept {
     return authority.empty() ? find("host") : &authority;
   }
-  /// How many fields are named `lower_name`.
-  [[nodiscard]] std::size_t count(std::string_view lower_name) const noexcept;
+  /// How many fields are named `lower_name`. Inline for the same reason as `find`: the
+  /// transport asks on every request whether Origin, Authorization and the 2026 routing
+  /// fields came more than once, and for an indexed name the answer is in the index.
+  [[nodiscard, gnu::always_inline]] inline std::size_t count(std::string_view lower_name) const noexcept {
+    const int slot = known_slot(lower_name);
+    if (slot < 0 || !indexed_) return count_any(lower_name);
+    if (known_[static_cast<std::size_t>(slot)] == 0) return 0;
+    return (repeated_ >> slot) & 1u ? count_any(lower_name) : 1;
+  }
 
   /// The index slot of a field the transport reads on every request, or -1. The one
   /// table of those names: `find` folds it for a literal, the parser runs it per field.
@@ -104,6 +111,8 @@ struct request {
     switch (n.size()) {
       case 4: return is("host") ? 0 : -1;
       case 6: return is("accept") ? 1 : is("origin") ? 2 : is("expect") ? 3 : -1;
+      case 8: return is("mcp-name") ? 9 : -1;
+      case 10: return is("mcp-method") ? 10 : -1;
       case 12: return is("content-type") ? 4 : -1;
       case 13: return is("authorization") ? 5 : is("last-event-id") ? 6 : -1;
       case 14: return is("mcp-session-id") ? 7 : -1;
@@ -115,6 +124,7 @@ struct request {
  private:
   friend class request_parser;
   [[nodiscard]] const std::string_view* find_any(std::string_view lower_name) const noexcept;
+  [[nodiscard]] std::size_t count_any(std::string_view lower_name) const noexcept;
   /// The request line and header section as received (names lower-cased in place), which
   /// every view above points into. A vector, not a string: moving a vector keeps its
   /// buffer, while a short string's small-buffer storage would move and leave the views
@@ -123,7 +133,9 @@ struct request {
   /// Where the first field of each `known_slot` name is in `headers`, plus one (0:
   /// absent). Valid when `indexed_`: the parser builds it, and gives up on a request of
   /// more than 255 fields (then every name is looked for the long way).
-  std::array<std::uint8_t, 9> known_{};
+  std::array<std::uint8_t, 11> known_{};
+  /// Bit `slot` set: the name of that slot came more than once (so `count` walks).
+  std::uint16_t repeated_ = 0;
   bool indexed_ = false;
 };
 
