@@ -495,8 +495,10 @@ const loadgenRequest = [
 /// HTTP: TLS would be the same cost on both sides) in front of either the JSON server
 /// ('droid', told that nginx is its proxy) or nginx's fixed answer ('nginx', the floor of
 /// the proxied row), as one process group whose CPU counts both. One worker in front, as
-/// a proxy beside its server on two cores would have, and the page's `keepalive 32`.
-async function startProxied(name, backend) {
+/// a proxy beside its server on two cores would have, and the page's upstream keep-alive
+/// (its `nginx-mcp.conf` block's `keepalive` and `keepalive_timeout`), unless `pool` says
+/// how many idle upstream connections to keep instead (the churn rows).
+async function startProxied(name, backend, pool = null) {
   const dir = path.join(outDir, name);
   fs.mkdirSync(dir, { recursive: true });
   for (const t of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, t), { recursive: true });
@@ -506,6 +508,13 @@ async function startProxied(name, backend) {
   const close = doc.findIndex((l, i) => i > open && l.startsWith('```'));
   const proxyConf = doc.slice(open + 1, close).filter((l) => !l.trim().startsWith('#')).map((l) => `      ${l}`);
   if (at < 0 || !proxyConf.some((l) => l.includes('proxy_http_version'))) throw new Error('docs/deployment.md has no mcp-proxy.conf block');
+  // The upstream's keep-alive, as the page's nginx-mcp.conf sets it.
+  const site = doc.findIndex((l) => l.trim() === '`nginx-mcp.conf`:');
+  const siteEnd = doc.findIndex((l, i) => i > site + 1 && l.startsWith('```') && l.trim() === '```');
+  const siteText = doc.slice(site, siteEnd).join('\n');
+  const keepalive = /^\s*keepalive\s+(\d+);/m.exec(siteText)?.[1];
+  const keepaliveTimeout = /^\s*keepalive_timeout\s+(\S+);/m.exec(siteText)?.[1];
+  if (site < 0 || !keepalive) throw new Error('docs/deployment.md has no nginx-mcp.conf block with a keepalive');
   const proxyPort = await freePort();
   const backendPort = await freePort();
   const user = os.userInfo();
@@ -514,7 +523,8 @@ async function startProxied(name, backend) {
     `pid ${dir}/nginx.pid;`, `error_log ${dir}/error.log warn;`, 'events { worker_connections 4096; }', 'http {',
     '  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
     '  keepalive_requests 100000000;',
-    `  upstream mcp_backend { server 127.0.0.1:${backendPort}; keepalive 32; keepalive_requests 100000000; }`,
+    `  upstream mcp_backend { server 127.0.0.1:${backendPort}; keepalive ${pool ?? keepalive}; ` +
+      `${keepaliveTimeout ? `keepalive_timeout ${keepaliveTimeout}; ` : ''}keepalive_requests 100000000; }`,
     `  server { listen 127.0.0.1:${proxyPort};`,
     '    location = /mcp {', '      proxy_pass http://mcp_backend;', ...proxyConf, '    }', '  }', '}', ''].join('\n');
   fs.writeFileSync(path.join(dir, 'nginx.conf'), front);
@@ -558,6 +568,12 @@ const httpServers = [
   // pooled upstream connections mix sessions from one request to the next. Against
   // nginx-proxied-floor: the same nginx in front of nginx's fixed answer.
   { name: 'droid-json-proxied', label: 'protocol_droid JSON behind nginx, sessions mixed on its upstream connections', stateful: true, sessions: 64, driver: 'loadgen', start: () => startProxied('droid-json-proxied', 'droid') },
+  // The same with a keep-alive pool of 16 idle upstream connections, under the 64
+  // requests nginx has in flight: the surplus is closed after each answer and the next
+  // burst opens new ones, so one request in several arrives on a new connection. What a
+  // connection costs the server, against the same churn in front of the floor.
+  { name: 'droid-json-proxied-churn', label: 'protocol_droid JSON behind nginx, a keep-alive pool of 16 (connections churn)', stateful: true, sessions: 64, driver: 'loadgen', start: () => startProxied('droid-json-proxied-churn', 'droid', 16) },
+  { name: 'nginx-proxied-floor-churn', label: 'nginx in front of the floor, a keep-alive pool of 16', stateful: false, driver: 'loadgen', start: () => startProxied('nginx-proxied-floor-churn', 'nginx', 16) },
   // droid-json's one shared session driven by loadgen: the session row's other half, so
   // that what a session of its own per connection costs is read with one client.
   { name: 'droid-json-lg', label: 'protocol_droid JSON, one shared session, driven by loadgen', stateful: true, driver: 'loadgen', start: () => startPrintingUrl(everythingServer, ['--http', '127.0.0.1:0', '--json-response'], 'droid-json-lg') },
@@ -1421,6 +1437,8 @@ function headline() {
       vs('droid-json-sessions', 'nginx-2w-lg'), ...target('≥ 0.85×', (v) => v >= 0.85));
     add(`JSON mode behind nginx, sessions mixed on its upstream connections, req/s vs nginx in front of the floor (nginx-proxied-floor), ${c} conns`,
       vs('droid-json-proxied', 'nginx-proxied-floor'), ...target('≥ 0.80×', (v) => v >= 0.8));
+    add(`the same with upstream connections churning (a keep-alive pool of 16), req/s vs nginx-proxied-floor-churn, ${c} conns`,
+      vs('droid-json-proxied-churn', 'nginx-proxied-floor-churn'), '—', () => true);
     // What sessions cost the server, against one shared session, with one client: a
     // session of its own per connection, and sessions mixed on connections (the hand-off
     // between shards that a proxy's connections cause).
