@@ -11,6 +11,7 @@
 /// speak, and a tool's needs only for a method we serve.
 #include <droid/application/server/modern_request.hpp>
 
+#include <memory>
 #include <optional>
 
 #include <boost/json/array.hpp>
@@ -110,8 +111,33 @@ std::optional<request_refusal> admit_modern(const server& srv, const ir::message
   return refused;
 }
 
+namespace {
+
+/// What both `admit_modern`s over parsed params do. `known` is null when the caller did
+/// not look the tool up (then it is looked up here by `params.name`), else the caller's
+/// answer (`*known` null: no such tool).
+std::optional<request_refusal> admit_parsed(const server& srv, std::string_view method, const ir::json_node* params,
+                                            std::optional<std::string_view> header_version, peer_info& peer,
+                                            const detail::tool_entry* const* known);
+
+}  // namespace
+
 std::optional<request_refusal> admit_modern(const server& srv, std::string_view method, const ir::json_node* params,
                                             std::optional<std::string_view> header_version, peer_info& peer) {
+  return admit_parsed(srv, method, params, header_version, peer, nullptr);
+}
+
+std::optional<request_refusal> admit_modern(const server& srv, std::string_view method, const ir::json_node* params,
+                                            std::optional<std::string_view> header_version, peer_info& peer,
+                                            const detail::tool_entry* tool) {
+  return admit_parsed(srv, method, params, header_version, peer, &tool);
+}
+
+namespace {
+
+std::optional<request_refusal> admit_parsed(const server& srv, std::string_view method, const ir::json_node* params,
+                                            std::optional<std::string_view> header_version, peer_info& peer,
+                                            const detail::tool_entry* const* known) {
   if (!params || params->kind() != ir::json_node::type::object)
     return invalid("Invalid params: a 2026-07-28 request carries params._meta with " + std::string(version_key) +
                    " and " + std::string(capabilities_key));
@@ -156,10 +182,17 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
                      " must be one of debug, info, notice, warning, error, critical, alert, emergency");
     peer.min_log_level = parsed;
   }
-  ir::json_node name;
-  std::string_view tool_name;
-  if (method == "tools/call" && p.find("name", name) && name.kind() == ir::json_node::type::string)
-    tool_name = name.string();
+  // The tool a tools/call names: the caller's lookup, or one here.
+  std::shared_ptr<const detail::tool_entry> looked_up;
+  const detail::tool_entry* tool = nullptr;
+  if (method == "tools/call") {
+    if (known) {
+      tool = *known;
+    } else if (ir::json_node name; p.find("name", name) && name.kind() == ir::json_node::type::string) {
+      looked_up = detail::core(srv).find_tool(name.string());
+      tool = looked_up.get();
+    }
+  }
 
   if (header_version && *header_version != version)
     return request_refusal{ir::errc::header_mismatch,
@@ -204,29 +237,30 @@ std::optional<request_refusal> admit_modern(const server& srv, std::string_view 
                            std::move(data), 400};
   }
 
-  if (!tool_name.empty()) {
-    if (auto tool = detail::core(srv).find_tool(tool_name)) {
-      if (tool->info.tasks == task_support::required && !peer.has_extension(tasks_extension))
-        return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
-      boost::json::object missing;
-      for (const std::string& cap : tool->info.required_capabilities)
-        if (!peer.has_capability(cap)) missing[cap] = boost::json::object{};
-      if (!missing.empty()) {
-        std::string names;
-        for (const auto& [k, v] : missing) names += (names.empty() ? "" : ", ") + std::string(k);
-        std::string data = R"({"requiredCapabilities":)";
-        ir::append_json(data, missing);
-        data += '}';
-        return request_refusal{ir::errc::missing_client_capability,
-                               "Missing required client capability: tool " + std::string(tool_name) + " needs " +
-                                   names +
-                                   ", which this request's _meta." + std::string(capabilities_key) +
-                                   " does not declare",
-                               std::move(data), 400};
-      }
+  if (tool) {
+    const std::string_view tool_name = tool->info.name;
+    if (tool->info.tasks == task_support::required && !peer.has_extension(tasks_extension))
+      return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
+    boost::json::object missing;
+    for (const std::string& cap : tool->info.required_capabilities)
+      if (!peer.has_capability(cap)) missing[cap] = boost::json::object{};
+    if (!missing.empty()) {
+      std::string names;
+      for (const auto& [k, v] : missing) names += (names.empty() ? "" : ", ") + std::string(k);
+      std::string data = R"({"requiredCapabilities":)";
+      ir::append_json(data, missing);
+      data += '}';
+      return request_refusal{ir::errc::missing_client_capability,
+                             "Missing required client capability: tool " + std::string(tool_name) + " needs " +
+                                 names +
+                                 ", which this request's _meta." + std::string(capabilities_key) +
+                                 " does not declare",
+                             std::move(data), 400};
     }
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 }  // namespace droid

@@ -34,6 +34,9 @@
 namespace droid {
 
 class server;
+namespace detail {
+struct tool_entry;
+}
 
 /// Why a 2026 request is answered with an error before it is served.
 struct request_refusal {
@@ -89,6 +92,13 @@ struct request_refusal {
                                                           const ir::json_node* params,
                                                           std::optional<std::string_view> header_version,
                                                           peer_info& peer);
+/// The same for a `tools/call` whose tool the caller looked up already (`hosting::find_tool`
+/// of `params.name`; null when the name is missing or unknown), so that a request pays for
+/// one lookup: HTTP looks the tool up for its routing-header and scope checks first.
+[[nodiscard]] std::optional<request_refusal> admit_modern(const server& srv, std::string_view method,
+                                                          const ir::json_node* params,
+                                                          std::optional<std::string_view> header_version,
+                                                          peer_info& peer, const detail::tool_entry* tool);
 
 /// The refusal for a protocol version this server does not speak (-32022), with
 /// `data.supported` (every version it does speak) and `data.requested`.

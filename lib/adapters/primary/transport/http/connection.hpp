@@ -5,7 +5,7 @@
 /// nothing of MCP: every complete request goes to a `request_handler`, which the
 /// listener provides (listener.cpp routes it to the Streamable HTTP or legacy endpoint).
 ///
-///     acceptor (shard 0) --socket--> connection (shard i, round robin)
+///     acceptor (shard i, SO_REUSEPORT) --socket--> connection (shard i)
 ///                                        |  request_parser: one request at a time
 ///                                        v
 ///                                   request_handler::handle(connection, request)

@@ -452,7 +452,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
       return;
     }
     peer_info peer;
-    refused = admit_modern(st_.srv, msg.method(), params, *version, peer);
+    refused = admit_modern(st_.srv, msg.method(), params, *version, peer, tool.get());
     if (refused) return;
     peer.principal = who.principal;
     peer.origin = who.origin;
