@@ -105,9 +105,8 @@ struct two_shards {
   explicit two_shards(const fixture& f) : owner(f.listener->port()) {
     sid = initialize(owner);
     session_thread = where(owner);  // a session lives on the shard of the connection that made it
-    // The kernel spreads connections over the shards' listening sockets by a hash of
-    // their addresses, so which shard a connection lands on is chance: 64 tries all on
-    // one shard would be a one in 2^63 event, or no spreading at all.
+    // Connections are dealt out to the shards in turn (or, with accept_on_every_shard,
+    // spread by a hash of their addresses): a few tries find one on the other.
     for (int i = 0; i < 64 && !other; ++i) {
       tried.push_back(std::make_unique<raw_connection>(f.listener->port()));
       if (where(*tried.back()) != session_thread) other = tried.back().get();

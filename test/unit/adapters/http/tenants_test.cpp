@@ -274,6 +274,30 @@ TEST_SUITE("adapters/http") {
     (void)session_of(a4, "alice");
   }
 
+  TEST_CASE("tenants: a request's slot is free once its answer is read, whichever shard serves the next") {
+    // One request at a time per principal. A client that sends its next request as soon
+    // as it has read an answer, on a new connection (another shard half the time), must
+    // never be told it has too many in progress: the slot is given back when the request
+    // ends, before its answer is written, not when the handler that wrote it returns.
+    for (const bool json : {false, true}) {
+      CAPTURE(json);
+      droid::http::options opts;
+      opts.max_requests_per_principal = 1;
+      auth_fixture f(opts, {}, json);
+      raw_connection c0(f.port());
+      const std::string sid = session_of(c0, "alice");
+      int refused = 0;
+      for (int i = 0; i < 200; ++i) {
+        raw_connection c(f.port());
+        c.send(mcp_post(call_body(i + 1, "whoami"), in_session(sid, "alice")));
+        auto r = c.read_response();
+        REQUIRE(r);
+        if (r->status == 429) ++refused;
+      }
+      CHECK(refused == 0);
+    }
+  }
+
   TEST_CASE("tenants: a session whose client left is reaped after the idle timeout, its calls cancelled") {
     droid::http::options opts;
     opts.max_requests_per_principal = 1;

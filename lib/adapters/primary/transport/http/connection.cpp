@@ -127,7 +127,7 @@ void connection_core::bind() {
   tcp::endpoint ep = *results.begin();
   if (!ep.address().is_unspecified()) local_loopback_ = ep.address().is_loopback();
 #ifdef SO_REUSEPORT
-  const bool per_shard = shards.size() > 1;
+  const bool per_shard = opts_.accept_on_every_shard && shards.size() > 1;
 #else
   const bool per_shard = false;
 #endif

@@ -5,7 +5,8 @@
 /// nothing of MCP: every complete request goes to a `request_handler`, which the
 /// listener provides (listener.cpp routes it to the Streamable HTTP or legacy endpoint).
 ///
-///     acceptor (shard i, SO_REUSEPORT) --socket--> connection (shard i)
+///     acceptor (shard 0) --socket--> connection (shard i, in turn)
+///     (with options::accept_on_every_shard: acceptor (shard i) --> connection (shard i))
 ///                                        |  request_parser: one request at a time
 ///                                        v
 ///                                   request_handler::handle(connection, request)
@@ -143,8 +144,8 @@ class connection_core {
   connection_core(const options& opts, request_handler& handler, std::function<void(const diagnostic&)> log)
       : opts_(opts), handler_(handler), log_(std::move(log)) {}
 
-  /// Binds and listens on `opts.host:opts.port`: one listening socket per shard where
-  /// the platform lets sockets share a port (see `accept_point`), else one on shard 0.
+  /// Binds and listens on `opts.host:opts.port`: one listening socket on shard 0, or one
+  /// per shard with `options::accept_on_every_shard` (see `accept_point`).
   /// Throws `std::system_error` when it cannot, as when another process holds the port.
   void bind();
   /// Starts accepting and sweeping deadlines. `keep` is held by every connection and
@@ -184,13 +185,13 @@ class connection_core {
   /// Where connections are accepted: a listening socket, the shard whose thread accepts
   /// on it, and the peer address each accept reports.
   ///
-  /// Why one per shard: with a single socket on shard 0, every new connection woke shard
-  /// 0 and then, for half of them, the other shard it was handed to (a cross-thread post,
-  /// an epoll wake-up and a context switch), and its peer and local addresses took two
-  /// more system calls. Behind a reverse proxy that opens upstream connections beyond
-  /// its keep-alive pool, that made a new connection cost about twice nginx's (docs/
-  /// benchmarks.md, "Connections"). With `SO_REUSEPORT` the kernel spreads connections
-  /// over the shards' sockets, and each is served where it was accepted.
+  /// Why one per shard can be asked for (`options::accept_on_every_shard`): with a single
+  /// socket on shard 0, every new connection wakes shard 0 and then, for half of them,
+  /// the other shard it is handed to (a cross-thread post, an epoll wake-up and a context
+  /// switch). With `SO_REUSEPORT` the kernel spreads connections over the shards'
+  /// sockets, and each is served where it was accepted (docs/benchmarks.md,
+  /// "Connections"). Why the peer address is kept here: the accept reports it, which
+  /// saves a `getpeername` per connection.
   struct accept_point {
     /// The shard that accepts here and keeps what it accepts; null for the single
     /// socket, which deals connections out to the shards in turn.

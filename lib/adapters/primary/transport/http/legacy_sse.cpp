@@ -100,7 +100,7 @@ task<bool> legacy_endpoint::message(connection& c, request& req, const caller& w
   // A request holds its slots until it is over; the rest (answers to the server's
   // questions, notifications) are over when received.
   std::shared_ptr<outbound> own;
-  if (msg.is_request()) own = std::make_shared<held_request>(entry->standalone, who.slots);
+  if (msg.is_request()) own = std::make_shared<held_request>(entry->standalone, std::move(who.slots));
   asio::dispatch(entry->executor, [s = entry->s, m = std::move(msg), origin = who.origin, own = std::move(own)]() mutable {
     s->receive(std::move(m), std::move(own), std::move(origin));
   });

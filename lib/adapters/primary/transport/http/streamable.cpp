@@ -298,7 +298,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   const bool json_mode = server_json || is_task_poll(msg.method());
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
-  start_request(entry, std::move(msg), sink, json_mode, who.origin, nullptr, who.slots);
+  start_request(entry, std::move(msg), sink, json_mode, who.origin, nullptr, std::move(who.slots));
   if (is_initialize && st_.peers) {
     // Held until Redis has the new session's record; refused when it did not take it. The
     // session is then dropped here: its id never reaches the client, and an
@@ -456,7 +456,7 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     if (refused) return;
     peer.principal = who.principal;
     peer.origin = who.origin;
-    call = start_sessionless(c, msg.method(), {}, who.slots);
+    call = start_sessionless(c, msg.method(), {}, std::move(who.slots));
     // A call of a tool that may become a task: the task's record is written behind,
     // and the answer that names it waits for it (another instance may get the poll).
     call->after_redis = st_.peers && st_.peers->shares_tasks() && tool &&
@@ -529,7 +529,7 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
       msg.method(),
       "this server is stateless (http::options::stateless), so the client's answer could not find the question: "
       "serve with sessions to let tools ask the client",
-      who.slots);
+      std::move(who.slots));
   ir::request_id key = call.key;
   local(c).runner->serve(std::move(key), std::move(msg), call.stream, true, std::move(peer));
   co_return co_await answer_sessionless(c, std::move(call));

@@ -57,8 +57,13 @@ struct caller {
   /// when authenticated, "a" and the client's address otherwise (the remote address, or
   /// behind a trusted proxy the one it forwarded).
   std::string tenant;
-  /// The request's slots (`auth_gate::take_slot`); null before it.
-  std::shared_ptr<request_slots> slots;
+  /// The request's slots (`auth_gate::take_slot`); null before it. Taken (moved out) by
+  /// the endpoint that starts the request, so that the request's end gives them back, not
+  /// the handler's after the answer is written: a client that sends its next request as
+  /// soon as it has read an answer must find the slot free, also when that request is
+  /// served on another shard at once (every shard accepts its own connections). Hence
+  /// `mutable`: the handlers see the caller as const in every other respect.
+  mutable std::shared_ptr<request_slots> slots;
 };
 
 /// The authorization front of the MCP paths.

@@ -119,6 +119,10 @@ void logical_stream::refuse_with_status(int http_status, int retry_after) {
 void logical_stream::finish() {
   if (finished_) return;
   finished_ = true;
+  // What the request held (its slots under the per-client limits) is given back before
+  // the sink hears of the end: a sink on another shard may write the answer at once, and
+  // a client that then sends its next request must find the slot free (tenants_test).
+  held_.reset();
   if (store_) store_->finish(number_, seq_);
   if (sink_ && !sink_resumed_) sink_->finish();
   sink_.reset();
@@ -126,7 +130,6 @@ void logical_stream::finish() {
     const finish_hook hook = std::exchange(on_finish_, {});  // holds the owner through the call
     hook.fn(hook.owner.get(), number_);
   }
-  held_.reset();
 }
 
 void logical_stream::interrupt() {
