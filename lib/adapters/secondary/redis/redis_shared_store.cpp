@@ -97,11 +97,13 @@ return out
 
 /// KEYS[1] a task's record, KEYS[2] its owner's lease; ARGV: the owner expected, the
 /// member adopting it. Its record's JSON, or nil when it names another owner now or its
-/// owner's lease exists.
+/// owner's lease exists. The old owner's write revision goes with it: the adopter
+/// numbers its writes afresh (`redis_task_store::write_script`).
 constexpr std::string_view adopt_task_script = R"(
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return false end
 if redis.call('EXISTS', KEYS[2]) == 1 then return false end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2])
+redis.call('HDEL', KEYS[1], 'rev')
 return redis.call('HGET', KEYS[1], 'record')
 )";
 

@@ -86,21 +86,29 @@ std::optional<task_record> parse_task_record(std::string_view json) {
 }
 
 // KEYS[1]: the record; ARGV: this instance, the record's JSON (empty: delete it), its
-// expiry (Unix milliseconds). 1 written, 0 refused (another instance owns it).
+// expiry (Unix milliseconds), the write's revision. 1 written (or older than what is
+// there, and dropped), 0 refused (another instance owns it).
 const std::string_view redis_task_store::write_script = R"(
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner and owner ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) return 1 end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'record', ARGV[2])
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if rev and tonumber(rev) >= tonumber(ARGV[4]) then return 1 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'record', ARGV[2], 'rev', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 return 1
 )";
 
 void redis_task_store::publish(std::string_view id) {
   const std::string key = prefix_ + "t:" + std::string(id);
-  std::optional<task_record> r = local_->peek(id);
+  std::optional<task_record> r;
+  std::uint64_t revision = 0;
   {
+    // The snapshot and its revision together: of two publishes of one task, the later
+    // snapshot has the higher revision, whichever connection delivers it first.
     std::lock_guard lock(mutex_);
+    r = local_->peek(id);
+    revision = ++next_revision_;
     if (r) {
       published_.emplace(id);
     } else {
@@ -108,13 +116,13 @@ void redis_task_store::publish(std::string_view id) {
     }
   }
   if (!r) {
-    write_({"EVAL", std::string(write_script), "1", key, instance_, std::string(), "0"});
+    write_({"EVAL", std::string(write_script), "1", key, instance_, std::string(), "0", std::to_string(revision)});
     return;
   }
   // The whole record each time: updates are few per task (a question, an answer, the
   // end), and a whole record can never be half applied.
   write_({"EVAL", std::string(write_script), "1", key, instance_, task_record_json(*r),
-          std::to_string(millis(r->expires_at()))});
+          std::to_string(millis(r->expires_at())), std::to_string(revision)});
 }
 
 std::vector<std::string> redis_task_store::held() {

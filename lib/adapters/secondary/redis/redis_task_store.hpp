@@ -11,6 +11,8 @@
 /// that was still running is reported failed, saying why.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -37,7 +39,13 @@ class redis_task_store final : public http::detail::shared_task_table {
   /// `write(command)`: sends one Redis command, not waiting for it.
   redis_task_store(std::shared_ptr<memory_task_store> local, std::string instance, std::string prefix,
                     std::function<void(std::vector<std::string>)> write)
-      : local_(std::move(local)), instance_(std::move(instance)), prefix_(std::move(prefix)), write_(std::move(write)) {}
+      : local_(std::move(local)),
+        instance_(std::move(instance)),
+        prefix_(std::move(prefix)),
+        write_(std::move(write)),
+        next_revision_(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count())) {}
 
   std::optional<task_refusal> create(task_record record) override;
   std::optional<task_record> get(std::string_view id, std::string_view owner) override { return local_->get(id, owner); }
@@ -62,6 +70,13 @@ class redis_task_store final : public http::detail::shared_task_table {
   /// record names this instance or there is none. Why: an instance whose lease lapsed
   /// may still be finishing a task that another has adopted (and reported failed, or
   /// cancelled); its late write must not turn the answer clients were given into another.
+  /// It also keeps the newest of this instance's writes: each carries a revision, and
+  /// one older than the record's is dropped. Why: a task changes on more than one shard
+  /// (an answer forwarded from another instance is taken in on shard 0, the frame that
+  /// finishes runs on its own), each shard writes through its own Redis connection, and
+  /// two connections keep no order between them: an older snapshot (`working`) landing
+  /// after a newer one (`completed`) made another instance report a finished task failed
+  /// once this one stopped.
   static const std::string_view write_script;
 
  private:
@@ -72,6 +87,10 @@ class redis_task_store final : public http::detail::shared_task_table {
   std::function<void(std::vector<std::string>)> write_;
   std::mutex mutex_;
   std::unordered_set<std::string> published_;  ///< ids with a record out (see `held`)
+  /// The revision of the next write, taken with its snapshot under `mutex_` so that
+  /// revisions follow the order of the snapshots. Starts at the clock's microseconds, so
+  /// that an instance restarted under the same id writes above what it wrote before.
+  std::uint64_t next_revision_;
 };
 
 }  // namespace droid::redis

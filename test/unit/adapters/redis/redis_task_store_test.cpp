@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
 /// The task store written through to Redis: the record's JSON round trip (every field,
-/// numbers exact), what is written after each change, and a dead owner's task taken in.
+/// numbers exact), what is written after each change, a dead owner's task taken in, and
+/// writes that reach a real redis-server out of order.
 #include "adapters/secondary/redis/redis_task_store.hpp"
 
 #include <memory>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+
+#include "cluster_fixture.hpp"
 
 namespace {
 
@@ -97,5 +100,40 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(kept);
     CHECK(kept->status == droid::task_status::completed);
     CHECK(kept->result == ended.result);
+  }
+
+  TEST_CASE("of two writes of one task that reach Redis in the other order, the later snapshot stays") {
+    // Two shards write a task's record through two connections, which keep no order
+    // between them: `working` (an answer taken in on shard 0) may land after `completed`
+    // (the frame that finished on its own shard). Replayed here newest first.
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    std::vector<std::vector<std::string>> written;
+    auto local = std::make_shared<droid::memory_task_store>();
+    droid::redis::redis_task_store store(local, "me", "droid:", [&](std::vector<std::string> c) { written.push_back(std::move(c)); });
+    droid::task_record r = sample();
+    r.id = "crossed";
+    r.status = droid::task_status::working;
+    r.created_at = std::chrono::system_clock::now();
+    REQUIRE_FALSE(store.create(r));
+    REQUIRE(store.finish("crossed", droid::task_status::completed, R"({"content":[]})", {}, {}));
+    REQUIRE(written.size() == 2);
+    const auto status_in_redis = [&] {
+      const auto kept = droid::redis::parse_task_record(droid::test::cluster::redis_cli(redis, {"HGET", "droid:t:crossed", "record"}));
+      REQUIRE(kept);
+      return kept->status;
+    };
+    CHECK(droid::test::cluster::redis_cli(redis, written[1]) == "1");
+    CHECK(status_in_redis() == droid::task_status::completed);
+    CHECK(droid::test::cluster::redis_cli(redis, written[0]) == "1");  // older: dropped
+    CHECK(status_in_redis() == droid::task_status::completed);
+    // In order, each write lands: a newer change after the end (a removal) still applies.
+    store.remove("crossed");
+    CHECK(droid::test::cluster::redis_cli(redis, written.back()) == "1");
+    CHECK(droid::test::cluster::redis_cli(redis, {"EXISTS", "droid:t:crossed"}) == "0");
+    // Another instance's record is never written over, whatever its revision.
+    REQUIRE_FALSE(store.create(r));
+    CHECK(droid::test::cluster::redis_cli(redis, {"HSET", "droid:t:crossed", "owner", "other"}) == "1");
+    CHECK(droid::test::cluster::redis_cli(redis, written.back()) == "0");
   }
 }
