@@ -113,31 +113,31 @@ std::optional<request_refusal> admit_modern(const server& srv, const ir::message
 
 namespace {
 
-/// What both `admit_modern`s over parsed params do. `known` is null when the caller did
-/// not look the tool up (then it is looked up here by `params.name`), else the caller's
-/// answer (`*known` null: no such tool).
+/// What both `admit_modern`s over parsed params do. `known`: the caller's lookup of the
+/// tool `params.name` names (a null pointer: no such tool), or nothing when the caller
+/// made none (then it is looked up here).
 std::optional<request_refusal> admit_parsed(const server& srv, std::string_view method, const ir::json_node* params,
                                             std::optional<std::string_view> header_version, peer_info& peer,
-                                            const detail::tool_entry* const* known);
+                                            std::optional<const detail::tool_entry*> known);
 
 }  // namespace
 
 std::optional<request_refusal> admit_modern(const server& srv, std::string_view method, const ir::json_node* params,
                                             std::optional<std::string_view> header_version, peer_info& peer) {
-  return admit_parsed(srv, method, params, header_version, peer, nullptr);
+  return admit_parsed(srv, method, params, header_version, peer, std::nullopt);
 }
 
 std::optional<request_refusal> admit_modern(const server& srv, std::string_view method, const ir::json_node* params,
                                             std::optional<std::string_view> header_version, peer_info& peer,
                                             const detail::tool_entry* tool) {
-  return admit_parsed(srv, method, params, header_version, peer, &tool);
+  return admit_parsed(srv, method, params, header_version, peer, tool);
 }
 
 namespace {
 
 std::optional<request_refusal> admit_parsed(const server& srv, std::string_view method, const ir::json_node* params,
                                             std::optional<std::string_view> header_version, peer_info& peer,
-                                            const detail::tool_entry* const* known) {
+                                            std::optional<const detail::tool_entry*> known) {
   if (!params || params->kind() != ir::json_node::type::object)
     return invalid("Invalid params: a 2026-07-28 request carries params._meta with " + std::string(version_key) +
                    " and " + std::string(capabilities_key));
@@ -238,9 +238,9 @@ std::optional<request_refusal> admit_parsed(const server& srv, std::string_view 
   }
 
   if (tool) {
-    const std::string_view tool_name = tool->info.name;
+    const std::string& tool_name = tool->info.name;
     if (tool->info.tasks == task_support::required && !peer.has_extension(tasks_extension))
-      return tasks_refusal("tool " + std::string(tool_name) + " runs only as a task, so it");
+      return tasks_refusal("tool " + tool_name + " runs only as a task, so it");
     boost::json::object missing;
     for (const std::string& cap : tool->info.required_capabilities)
       if (!peer.has_capability(cap)) missing[cap] = boost::json::object{};
@@ -251,7 +251,7 @@ std::optional<request_refusal> admit_parsed(const server& srv, std::string_view 
       ir::append_json(data, missing);
       data += '}';
       return request_refusal{ir::errc::missing_client_capability,
-                             "Missing required client capability: tool " + std::string(tool_name) + " needs " +
+                             "Missing required client capability: tool " + tool_name + " needs " +
                                  names +
                                  ", which this request's _meta." + std::string(capabilities_key) +
                                  " does not declare",

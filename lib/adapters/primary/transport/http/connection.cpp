@@ -51,8 +51,9 @@ struct read_buffer_stock {
 };
 thread_local read_buffer_stock stock{};
 
-/// Frees what `stock` holds when its thread ends; touched once per thread (its first
-/// buffer given back), so the guard it costs is paid once.
+/// Frees what `stock` holds when its thread ends. Touched only when a buffer goes into an
+/// empty stock, which registers its destructor; the guard that costs is not paid per
+/// buffer.
 struct read_buffer_keeper {
   bool armed = false;
   ~read_buffer_keeper() {
@@ -71,7 +72,7 @@ std::unique_ptr<char[]> take_read_buffer() {
 void give_back_read_buffer(std::unique_ptr<char[]> buffer) noexcept {
   if (!buffer) return;
   if (stock.count == kept_read_buffers) return;  // freed here, as before
-  if (stock.count == 0 && !keeper.armed) keeper.armed = true;
+  if (stock.count == 0) keeper.armed = true;
   stock.kept[stock.count++] = buffer.release();
 }
 
