@@ -387,12 +387,14 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     entry->s->receive(std::move(m), stream, std::move(origin));
     // A new session's record must be in Redis before its id reaches the client.
     if (opens && peers) return peers->accept_when_written(entry->shard, sink, true);
-    // The verdict is posted behind the tool's first step (receive() posts that too), so
-    // everything a tool that finishes at once says (the priming event, the answer, the
-    // end) is queued before it, and the connection writes the response in one write
-    // instead of one per event. A tool that suspends gets its head and priming event
-    // out at once all the same.
-    detail::post_on(entry->executor, [sink] { sink->accept(); });
+    // The verdict comes after the tool's first step, which receive() ran (on this, the
+    // session's thread), so everything a tool that finishes at once says (the priming
+    // event, the answer, the end) is queued before it, and the connection writes the
+    // response in one write instead of one per event. A tool that suspends gets its head
+    // and priming event out at once all the same. A JSON answer needs no verdict (the
+    // end accepts the response), unless a member of the cluster relays it: that one
+    // tells its asker the request started as soon as it is accepted.
+    if (!json_mode || gate) sink->accept();
   });
 }
 
@@ -571,10 +573,11 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
                                  [peers](std::vector<sse_event>& held) { peers->stop_unkept_tasks(held); });
     });
   } else {
-    asio::post(c.executor(), [sink] { sink->accept(); });
+    sink->accept();
   }
-  // The verdict is posted behind the request's first step, so a request answered by it
-  // (most are) is finished here already.
+  // The request's first step ran when it was admitted (on this thread: the runner is
+  // this shard's), so a request answered by it (most are) is finished here already, and
+  // the wait below does not suspend.
   co_await sink->wait_settled();
   if (sink->rejected_status() != 0) {
     // Redis did not keep the new task (its task was stopped): the client is told to retry.
