@@ -176,6 +176,39 @@ TEST_SUITE("adapters/http") {
     CHECK(boost::json::parse(r->body).at("result").at("content").at(0).at("text") == "x");
   }
 
+  TEST_CASE("JSON mode: a tool that suspends, notifies or answers big gets its response alone, whichever shard its connection is on") {
+    // A connection on the session's own shard is answered through a json_answer (no
+    // stream, no sink), one on the other shard through the session's stream and a sink:
+    // four connections dealt out over two shards use both, and must not be told apart.
+    droid::http::options o;
+    o.reply = droid::http::streaming::json;
+    o.follow_sessions = false;
+    server_fixture f(o);
+    raw_connection first(f.port());
+    const std::string sid = f.initialize(first);
+    std::vector<std::unique_ptr<raw_connection>> conns;
+    for (int i = 0; i < 4; ++i) conns.push_back(std::make_unique<raw_connection>(f.port()));
+    int id = 100;
+    const auto call = [&](raw_connection& c, const std::string& tool, const std::string& arguments) {
+      c.send(mcp_post(R"({"jsonrpc":"2.0","id":)" + std::to_string(++id) + R"(,"method":"tools/call","params":{"name":")" +
+                          tool + R"(","arguments":)" + arguments + R"(,"_meta":{"progressToken":1}}})",
+                      "Mcp-Session-Id: " + sid + "\r\n"));
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == 200);
+      CHECK(*r->header("content-type") == "application/json");
+      const boost::json::value answer = boost::json::parse(r->body);
+      CHECK(answer.at("id") == id);
+      return std::string(answer.at("result").at("content").at(0).at("text").as_string());
+    };
+    for (auto& c : conns) {
+      CHECK(call(*c, "wait", R"({"ms":20})") == "waited");
+      CHECK(call(*c, "chatty", "{}") == "resumed");
+      CHECK(call(*c, "big", R"({"bytes":1000000})") == std::string(1'000'000, 'b'));
+      CHECK(call(*c, "echo", R"({"text":"after"})") == "after");
+    }
+  }
+
   TEST_CASE("notifications and responses get 202 with no body") {
     server_fixture f;
     raw_connection c(f.port());

@@ -5,6 +5,9 @@
 #include <coroutine>
 #include <tuple>
 
+#include <cerrno>
+
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <asio/post.hpp>
@@ -320,7 +323,30 @@ void connection::expire() noexcept {
   socket_.cancel(ignored);
 }
 
+std::size_t connection::send_now(std::string_view data, bool& failed) noexcept {
+#if defined(MSG_DONTWAIT) && defined(MSG_NOSIGNAL)
+  if (tls_ || data.empty()) return 0;
+  for (;;) {
+    // MSG_DONTWAIT whatever the descriptor's mode (Asio's own synchronous send would wait
+    // for room on a socket it does not know to be non-blocking, as one moved between
+    // shards); MSG_NOSIGNAL: a peer that hung up is an error here, not a SIGPIPE.
+    const ssize_t n = ::send(socket_.native_handle(), data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) failed = true;
+    return 0;
+  }
+#else
+  (void)data;
+  (void)failed;
+  return 0;
+#endif
+}
+
 task<bool> connection::write(std::string_view data) {
+  bool failed = false;
+  data.remove_prefix(send_now(data, failed));
+  if (failed) co_return false;
   // Piece by piece, each under the write deadline (see `reply`, which does the same).
   const std::int64_t saved = deadline_ns;
   while (!data.empty()) {
@@ -348,13 +374,17 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
   // An answer written while a body is unread ends the connection: what follows on it is
   // the rest of that body, not a next request.
   close = close || unread_body_;
-  const std::string text = response(status, content_type, body, close || closing_, extra, head_);
+  write_response(out_, status, content_type, body, close || closing_, extra, head_);
+  const std::string_view text = out_;
   // A client that accepts no byte for `write_timeout` has stopped reading: the deadline
   // closes it. Re-armed for each piece the peer takes, so a slow reader that reads at all
   // is served however long its answer (docs/reliability.md#slow-clients-under-slowhttptest).
   // The loop is write()'s, repeated: one coroutine frame less per request.
-  const std::int64_t saved = deadline_ns;
   std::string_view rest = text;
+  bool failed = false;
+  rest.remove_prefix(send_now(rest, failed));
+  if (failed) co_return false;
+  const std::int64_t saved = deadline_ns;
   while (!rest.empty()) {
     arm(core_.opts().write_timeout);
     std::error_code ec;
@@ -365,6 +395,8 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
     rest.remove_prefix(n);
   }
   deadline_ns = saved;
+  // A large answer's buffer is not kept for the next one (an idle connection would hold it).
+  if (out_.capacity() > kept_response_capacity) std::string().swap(out_);
   co_return !close && !closing_;
 }
 
@@ -381,18 +413,29 @@ std::shared_ptr<response_sink> connection::make_sink() {
 }
 
 void connection::watch_for_close(const std::shared_ptr<response_sink>& sink) {
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), sink](const std::error_code& ec) {
-    if (ec) return;
-    char byte;
-    std::error_code peek_ec;
-    const std::size_t n = self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-    if (n == 0 || peek_ec) {
-      sink->kill();
-      return;
-    }
-    // The client sent more (a pipelined request): it stays unread for the next turn of
-    // the connection, and watching again would spin on it; a write failure will tell.
-  });
+  watch_for_close(sink, [](void* target) { static_cast<response_sink*>(target)->kill(); });
+}
+
+void connection::watch_for_close(const std::shared_ptr<json_answer>& answer) {
+  watch_for_close(answer, [](void* target) { static_cast<json_answer*>(target)->hang_up(); });
+}
+
+void connection::watch_for_close(std::shared_ptr<void> target, void (*on_close)(void*)) {
+  socket_.async_wait(tcp::socket::wait_read,
+                     [self = shared_from_this(), target = std::move(target), on_close](const std::error_code& ec) {
+                       if (ec) return;
+                       char byte;
+                       std::error_code peek_ec;
+                       const std::size_t n =
+                           self->socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+                       if (n == 0 || peek_ec) {
+                         on_close(target.get());
+                         return;
+                       }
+                       // The client sent more (a pipelined request): it stays unread for the
+                       // next turn of the connection, and watching again would spin on it; a
+                       // write failure will tell.
+                     });
 }
 
 void connection::stop_watching() {
@@ -601,6 +644,22 @@ task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, co
     co_return co_await reply(status, "application/json", last, false, headers);
   }
   co_return co_await reply(200, "application/json", last, false, extra);
+}
+
+task<bool> connection::serve_answer(json_answer& answer, const std::string& extra) {
+  co_await answer.done();
+  if (answer.hung_up()) co_return false;
+  if (answer.body().empty()) co_return co_await reply(202, {}, {}, false, extra);
+  if (const int status = answer.status(); status != 0) {
+    // A refusal for a limit the engine found (outbound::refuse_with_status), as in
+    // serve_json.
+    std::string headers = extra;
+    headers += "Retry-After: ";
+    headers += std::to_string(std::max(1, answer.retry_after()));
+    headers += "\r\n";
+    co_return co_await reply(status, "application/json", answer.body(), false, headers);
+  }
+  co_return co_await reply(200, "application/json", answer.body(), false, extra);
 }
 
 task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, const std::string& extra,

@@ -45,6 +45,7 @@
 #include "wire/keyed_limits.hpp"
 #include "wire/request_parser.hpp"
 #include "wire/responses.hpp"
+#include "sessions/json_answer.hpp"
 #include "sessions/stream.hpp"
 #include "wire/tls.hpp"
 
@@ -288,6 +289,16 @@ class connection final : public std::enable_shared_from_this<connection>, privat
 
   /// Writes all of `data`, which the caller keeps alive until this completes.
   task<bool> write(std::string_view data);
+  /// Writes what the socket takes of `data` at once, without waiting, and returns how
+  /// much that was (0 when its buffer is full, and always over TLS); sets `failed` when
+  /// the connection is broken.
+  ///
+  /// Why before every asynchronous write: an answer almost always fits in the socket's
+  /// buffer, and Asio completes even a write that succeeds at once through the event
+  /// loop (a post, a suspension and a resumption of the connection's coroutine, and a
+  /// turn of the loop that polls epoll), which was a tenth of a JSON request's
+  /// instructions (docs/benchmarks.md, "Where a request's time goes").
+  std::size_t send_now(std::string_view data, bool& failed) noexcept;
   /// Writes one whole response; false when the connection must not carry another.
   task<bool> reply(int status, std::string_view content_type, std::string_view body, bool close = false,
                    std::string_view extra = {});
@@ -310,9 +321,14 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// more on it), so the stream ends at once instead of at the next keep-alive write.
   /// `stop_watching` drops the watch (which holds this connection).
   void watch_for_close(const std::shared_ptr<response_sink>& sink);
+  /// The same for a JSON answer still being worked on: a hang-up ends its wait.
+  void watch_for_close(const std::shared_ptr<json_answer>& answer);
   void stop_watching();
   /// Writes `sink`'s last message as one JSON document (202 when it carried none).
   task<bool> serve_json(const std::shared_ptr<response_sink>& sink, const std::string& extra_headers);
+  /// Waits for `answer`'s request to end and writes its answer as `serve_json` would;
+  /// false when the client hung up meanwhile (nothing is written).
+  task<bool> serve_answer(json_answer& answer, const std::string& extra_headers);
   /// Writes an event-stream response from `sink` until it finishes. `headers_sent`: the
   /// caller already wrote the head (the legacy transport, which starts with its endpoint).
   /// A `standalone` stream idles with keep-alive comments and ends when the server stops.
@@ -332,6 +348,8 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   void disarm() noexcept { deadline_ns = never; }
   void expire() noexcept override;
   void close_if_idle();
+  /// Runs `on_close(target)` when the client hangs up (see the public overloads).
+  void watch_for_close(std::shared_ptr<void> target, void (*on_close)(void* target));
   /// Ends a connection whose request was answered with its body unread, so that the
   /// answer reaches the client (see the definition).
   task<void> linger();
@@ -360,6 +378,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   std::unique_ptr<char[]> read_buffer_;
   request_parser parser_;
   std::string response_headers_;
+  /// The response `reply` writes, kept from one request to the next up to
+  /// `kept_response_capacity` (an allocation per request otherwise).
+  std::string out_;
+  static constexpr std::size_t kept_response_capacity = 16 * 1024;
   bool local_is_loopback_ = false;
   std::string remote_address_;
   keyed_limits::slot address_slot_;

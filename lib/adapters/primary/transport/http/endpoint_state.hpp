@@ -26,6 +26,7 @@
 #include <droid/domain/ir/message.hpp>
 
 #include "access/auth_gate.hpp"
+#include "sessions/json_answer.hpp"
 #include "sessions/sessions.hpp"
 
 namespace droid {
@@ -136,6 +137,10 @@ class streamable_endpoint {
   task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version, const caller& who);
   /// A request of a 2025 session (or an `initialize` that opens one).
   task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
+  /// Serves `msg` of `entry`, a session of this connection's shard, answered with one
+  /// JSON document (json_answer: no stream, no sink, no hand-off).
+  task<bool> answer_here(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
+                         const caller& who, const std::string& extra_headers);
 
  public:
   // ---- several instances (cluster/cluster.hpp; cluster/forwarded.cpp) ----------------
@@ -197,9 +202,13 @@ class streamable_endpoint {
   /// owner is gone). Checks that it belongs to `who`.
   task<found_session> find_session(connection& c, std::string sid, const caller& who);
 
-  /// A sessionless request on its way: the stream the runner answers it on, and the
-  /// sink the connection writes from.
+  /// A sessionless request on its way: what the runner answers it on (`out`), and what
+  /// the connection writes from: one JSON document from `answer` (the runner is this
+  /// shard's, so no sink is needed), or a response from `sink`, fed by `stream` (an
+  /// event stream, or an answer held until Redis has what it names).
   struct sessionless_call {
+    std::shared_ptr<outbound> out;
+    std::shared_ptr<json_answer> answer;
     std::shared_ptr<response_sink> sink;
     std::shared_ptr<logical_stream> stream;
     ir::request_id key;
@@ -214,9 +223,10 @@ class streamable_endpoint {
   /// to the shard's runner under `key`, on `stream`. Why split from the answering: a
   /// 2026 request is handed over from inside the callback that read its params (one
   /// parse for the checks and the handler), where nothing can be awaited.
-  /// `held`: the request's slots, kept until its stream is over.
+  /// `held`: the request's slots, kept until its stream is over. `after_redis`: the
+  /// answer waits for what the request writes to Redis (`sessionless_call::after_redis`).
   sessionless_call start_sessionless(connection& c, std::string_view method, std::string_view refusal,
-                                     std::shared_ptr<const void> held);
+                                     std::shared_ptr<const void> held, bool after_redis = false);
   /// Writes the answer of `call` (an event stream or one JSON document); closing the
   /// connection cancels the request.
   task<bool> answer_sessionless(connection& c, sessionless_call call);

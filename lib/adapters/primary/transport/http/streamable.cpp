@@ -46,6 +46,12 @@ bool is_supported_version(std::string_view v) {
   return std::find(std::begin(supported_versions), std::end(supported_versions), v) != std::end(supported_versions);
 }
 
+/// Why a tool may not ask the client a question in a session's request answered with one
+/// JSON document (see `outbound::exchange_refusal`).
+constexpr std::string_view json_refusal =
+    "this server answers each request with a single JSON document (http::options::reply is streaming::json), so "
+    "a tool cannot ask the client a question: use streaming::event_stream";
+
 /// What a request that reaches a member whose lease lapsed (cluster::fenced) is told when
 /// the member does not get it back in time: it did not run.
 constexpr std::string_view fenced_refusal =
@@ -296,6 +302,14 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   // MCP 2025-11-25 asks servers not to upgrade `tasks/get` to a stream (the client is
   // polling), and these answers never carry anything but the response.
   const bool json_mode = server_json || is_task_poll(msg.method());
+  if (json_mode && entry->shard == c.home().index && !(is_initialize && st_.peers)) {
+    // The session lives here: the answer is a string the connection reads when the
+    // request is over (json_answer), no stream and no sink.
+    const bool keep = co_await answer_here(c, entry, std::move(msg), who, new_session_header);
+    --entry->active;
+    entry->last_used = now_ns();
+    co_return keep;
+  }
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
   start_request(entry, std::move(msg), sink, json_mode, who.origin, nullptr, std::move(who.slots));
@@ -336,16 +350,28 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   co_return keep;
 }
 
+task<bool> streamable_endpoint::answer_here(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
+                                            const caller& who, const std::string& extra_headers) {
+  auto answer = std::make_shared<json_answer>(c.home().io, json_refusal);
+  answer->hold(std::move(who.slots));
+  ++entry->active;
+  if (st_.peers && !st_.peers->may_start(nullptr)) {
+    // The lease lapsed since the request arrived: it does not run (as in start_request).
+    answer->send(rpc_error_body(msg.id(), ir::errc::internal_error, fenced_refusal));
+    answer->finish();
+  } else {
+    entry->s->receive(std::move(msg), answer, who.origin);
+  }
+  co_return co_await c.serve_answer(*answer, extra_headers);
+}
+
 void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
                                         const std::shared_ptr<response_sink>& sink, bool json_mode,
                                         std::shared_ptr<const request_origin> origin, std::shared_ptr<forward_gate> gate,
                                         std::shared_ptr<const void> held) {
   ++entry->active;
   // Why a tool on this stream could not ask the client anything (empty: it can).
-  const std::string_view refusal =
-      json_mode ? "this server answers each request with a single JSON document (http::options::reply is "
-                  "streaming::json), so a tool cannot ask the client a question: use streaming::event_stream"
-                : std::string_view();
+  const std::string_view refusal = json_mode ? json_refusal : std::string_view();
   detail::dispatch_on(entry->executor, [entry, sink, json_mode, refusal, m = std::move(msg), origin = std::move(origin),
                                    peers = st_.peers, gate = std::move(gate), held = std::move(held)]() mutable {
     if (peers && !peers->may_start(gate.get())) {
@@ -458,16 +484,13 @@ task<bool> streamable_endpoint::serve_modern(connection& c, request& req, ir::me
     if (refused) return;
     peer.principal = who.principal;
     peer.origin = who.origin;
-    call = start_sessionless(c, msg.method(), {}, std::move(who.slots));
     // A call of a tool that may become a task: the task's record is written behind,
     // and the answer that names it waits for it (another instance may get the poll).
-    call->after_redis = st_.peers && st_.peers->shares_tasks() && tool &&
-                        tool->info.tasks != droid::task_support::forbidden;
-    if (call->after_redis) {
-      call->sink->hold();
-      call->id = msg.id();
-    }
-    local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->stream, true, std::move(peer),
+    const bool after_redis =
+        st_.peers && st_.peers->shares_tasks() && tool && tool->info.tasks != droid::task_support::forbidden;
+    call = start_sessionless(c, msg.method(), {}, std::move(who.slots), after_redis);
+    if (after_redis) call->id = msg.id();
+    local(c).runner->serve_parsed(call->key, msg.method(), msg.id(), params, call->out, true, std::move(peer),
                                   msg.text().size(), &msg);
   };
   if (msg.params_kind() == ir::json_kind::object) {
@@ -533,35 +556,56 @@ task<bool> streamable_endpoint::serve_stateless(connection& c, ir::message msg, 
       "serve with sessions to let tools ask the client",
       std::move(who.slots));
   ir::request_id key = call.key;
-  local(c).runner->serve(std::move(key), std::move(msg), call.stream, true, std::move(peer));
+  local(c).runner->serve(std::move(key), std::move(msg), call.out, true, std::move(peer));
   co_return co_await answer_sessionless(c, std::move(call));
 }
 
 streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(connection& c, std::string_view method,
                                                                              std::string_view refusal,
-                                                                             std::shared_ptr<const void> held) {
+                                                                             std::shared_ptr<const void> held,
+                                                                             bool after_redis) {
   sessionless_call call;
   call.listen = method == "subscriptions/listen";
   // A listen is answered as a stream whatever `options::reply` says: as one JSON document
   // it could only be sent when the listen ends, and nothing it carries would ever arrive.
   call.json_mode = (st_.opts.reply == streaming::json || is_task_poll(method)) && !call.listen;
+  call.after_redis = after_redis;
   call.key = ir::request_id(local(c).mint_key());
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
   if (!call.listen) ++st_.sessionless_answering;
+  const std::string_view json_refusal_here =
+      "this server answers each request with a single JSON document (http::options::reply is streaming::json), so "
+      "a tool cannot ask the client a question";
+  if (call.json_mode && !after_redis) {
+    // The runner is this shard's: the answer is a string the connection reads at the end.
+    call.answer = std::make_shared<json_answer>(c.home().io, json_refusal_here);
+    call.answer->hold(std::move(held));
+    call.out = call.answer;
+    return call;
+  }
   call.sink = c.make_sink();
   // No store: a sessionless stream cannot be resumed, and its events carry no ids.
-  call.stream = std::make_shared<logical_stream>(
-      0, nullptr, logical_stream::finish_hook{},
-      call.json_mode ? std::string_view("this server answers each request with a single JSON document "
-                                        "(http::options::reply is streaming::json), so a tool cannot ask the "
-                                        "client a question")
-                     : refusal);
+  call.stream = std::make_shared<logical_stream>(0, nullptr, logical_stream::finish_hook{},
+                                                 call.json_mode ? json_refusal_here : refusal);
   call.stream->attach(call.sink);
   call.stream->hold(std::move(held));
+  if (after_redis) call.sink->hold();
+  call.out = call.stream;
   return call;
 }
 
 task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_call call) {
+  if (call.answer) {
+    // Admitted already, and its first step run: most requests are answered by now. One
+    // still running is watched, since hanging up is the client's cancellation.
+    const bool watched = !call.answer->finished();
+    if (watched) c.watch_for_close(call.answer);
+    const bool keep = co_await c.serve_answer(*call.answer, {});
+    if (watched) c.stop_watching();
+    if (call.answer->hung_up()) local(c).runner->cancel(call.key);
+    --st_.sessionless_answering;
+    co_return keep;
+  }
   const std::shared_ptr<response_sink>& sink = call.sink;
   // Behind whatever the request's first step queued, as for a session's request.
   if (call.after_redis) {

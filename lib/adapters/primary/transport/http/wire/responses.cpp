@@ -43,27 +43,40 @@ const char* reason_phrase(int status) noexcept {
 std::string response(int status, std::string_view content_type, std::string_view body, bool close,
                      std::string_view extra_headers, bool head_only) {
   std::string out;
-  out.reserve(160 + body.size());
-  out += "HTTP/1.1 ";
-  char digits[8];
-  out.append(digits, std::to_chars(digits, digits + sizeof digits, status).ptr);
-  out += ' ';
-  out += reason_phrase(status);
-  out += "\r\n";
-  if (!content_type.empty()) {
-    out += "Content-Type: ";
-    out += content_type;
+  write_response(out, status, content_type, body, close, extra_headers, head_only);
+  return out;
+}
+
+void write_response(std::string& out, int status, std::string_view content_type, std::string_view body, bool close,
+                    std::string_view extra_headers, bool head_only) {
+  out.clear();
+  out.reserve(160 + extra_headers.size() + body.size());
+  if (status == 200 && content_type == "application/json") {
+    // Nearly every answer: the status line and type in one append.
+    out += "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+  } else {
+    out += "HTTP/1.1 ";
+    char digits[8];
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, status).ptr);
+    out += ' ';
+    out += reason_phrase(status);
     out += "\r\n";
+    if (!content_type.empty()) {
+      out += "Content-Type: ";
+      out += content_type;
+      out += "\r\n";
+    }
   }
-  out += "Content-Length: ";
-  char length[24];
-  out.append(length, std::to_chars(length, length + sizeof length, body.size()).ptr);
-  out += "\r\n";
+  char length[48] = "Content-Length: ";
+  constexpr std::size_t prefix = sizeof "Content-Length: " - 1;
+  char* end = std::to_chars(length + prefix, length + sizeof length - 2, body.size()).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(length, end);
   if (close) out += "Connection: close\r\n";
   out += extra_headers;
   out += "\r\n";
   if (!head_only) out += body;
-  return out;
 }
 
 void append_chunk(std::string& out, std::string_view data) {

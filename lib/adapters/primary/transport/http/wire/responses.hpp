@@ -32,6 +32,10 @@ using clock_type = std::chrono::steady_clock;
 /// body sent anyway would be read as the start of the next response.
 [[nodiscard]] std::string response(int status, std::string_view content_type, std::string_view body, bool close,
                                    std::string_view extra_headers = {}, bool head_only = false);
+/// `response` into `out` (cleared first), whose capacity a connection keeps from one
+/// response to the next: one allocation less per request.
+void write_response(std::string& out, int status, std::string_view content_type, std::string_view body, bool close,
+                    std::string_view extra_headers = {}, bool head_only = false);
 
 /// Appends one chunk of a chunked body: hex size, CRLF, data, CRLF.
 void append_chunk(std::string& out, std::string_view data);
