@@ -794,6 +794,7 @@ async function httpSection() {
       s.child = child;
       s.url = url;
       s.redisPort = redisPort;
+      s.initUrl = initUrl;
       // The cluster rows initialize their session on the instance that is to own it (b1),
       // which is not the one wrk drives in droid-cluster-fwd.
       s.sid = s.stateful ? await initialize(initUrl ?? url) : '';
@@ -830,6 +831,13 @@ async function httpSection() {
       // right after the same neighbour (caches, CPU frequency, the kernel's TIME_WAITs).
       const order = rep % 2 ? [...live].reverse() : live;
       for (const s of order) {
+        if (s.sessions && (rep > 0 || c !== opt.connections[0])) {
+          // Fresh sessions for each cell: between two cells of one row a full run can
+          // spend longer than the server's session idle timeout (300 s), and a reaped
+          // session answers 404 (a run of 6 December counted its 404s as requests).
+          s.sid = await initialize(s.initUrl ?? s.url);
+          s.sids = await moreSessions(s.url, s.sid, s.sessions);
+        }
         const waited = await settle();
         const r = await runWrk(s, c, opt.duration);
         r.settledSeconds = waited;
@@ -859,6 +867,8 @@ async function httpSection() {
   for (const s of live) {
     for (const c of opt.connections) {
       const rs = runs.get(s.name).get(c);
+      const errors = rs.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
+      if (errors) results.notes.push(`${s.name} at ${c} connections had ${errors} failed requests (non-2xx or socket errors): left out of the headline`);
       const withRedis = rs.filter((r) => r.redisPerRequest);
       results.http.push({
         server: s.name,
@@ -1407,8 +1417,11 @@ const range = (s, f) => (s ? (s.n > 1 ? `${f(s.median)} (${f(s.min)}–${f(s.max
 const ratio = (a, b) => (a && b && b > 0 ? a / b : NaN);
 const fmtRatio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : 'n/a');
 
+/// The row of `server` at `c` connections, for the headline: none when any of its runs
+/// had errors (non-2xx answers or socket errors), whose requests/s mean nothing (a
+/// refused request costs less than a served one); the table shows the count.
 function row(server, c) {
-  return results.http.find((r) => r.server === server && r.connections === c);
+  return results.http.find((r) => r.server === server && r.connections === c && !r.errors);
 }
 
 /// The floor at `c` connections: the nginx configuration with more requests per second;

@@ -136,6 +136,20 @@ TEST_SUITE("adapters/http follow_sessions") {
     CHECK(where(s.owner) == s.session_thread);
   }
 
+  TEST_CASE("a connection whose requests alternate between a session of its own shard and one of the other stays") {
+    // What a proxy's pooled connection carries: each request served where the connection
+    // is (a JSON answer on its own shard, json_answer) breaks the streak of the other's.
+    fixture f(true);
+    two_shards s(f);
+    const std::string start = where(*s.other);
+    const std::string own = initialize(*s.other);  // made here: a session of this shard
+    for (int id = 1; id < 20; id += 2) {
+      call(*s.other, s.sid, id);
+      call(*s.other, own, id + 1);
+    }
+    CHECK(where(*s.other) == start);
+  }
+
   TEST_CASE("with follow_sessions off the connection stays where it was accepted") {
     fixture f(false);
     two_shards s(f);

@@ -308,6 +308,9 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     const bool keep = co_await answer_here(c, entry, std::move(msg), who, new_session_header);
     --entry->active;
     entry->last_used = now_ns();
+    // A request served where the connection is counts against moving it elsewhere
+    // (options::follow_sessions), as below.
+    c.prefer_shard(entry->shard);
     co_return keep;
   }
   const ir::request_id request_id = msg.id();
