@@ -52,6 +52,12 @@ constexpr std::string_view json_refusal =
     "this server answers each request with a single JSON document (http::options::reply is streaming::json), so "
     "a tool cannot ask the client a question: use streaming::event_stream";
 
+/// The same for a sessionless request answered with one JSON document (no setting would
+/// let it ask: a sessionless 2025 request has no session for the answer to find).
+constexpr std::string_view sessionless_json_refusal =
+    "this server answers each request with a single JSON document (http::options::reply is streaming::json), so "
+    "a tool cannot ask the client a question";
+
 /// What a request that reaches a member whose lease lapsed (cluster::fenced) is told when
 /// the member does not get it back in time: it did not run.
 constexpr std::string_view fenced_refusal =
@@ -576,12 +582,9 @@ streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(con
   call.key = ir::request_id(local(c).mint_key());
   // A listen stream is open until the client leaves; it must not hold up a graceful stop.
   if (!call.listen) ++st_.sessionless_answering;
-  const std::string_view json_refusal_here =
-      "this server answers each request with a single JSON document (http::options::reply is streaming::json), so "
-      "a tool cannot ask the client a question";
   if (call.json_mode && !after_redis) {
     // The runner is this shard's: the answer is a string the connection reads at the end.
-    call.answer = std::make_shared<json_answer>(c.home().io, json_refusal_here);
+    call.answer = std::make_shared<json_answer>(c.home().io, sessionless_json_refusal);
     call.answer->hold(std::move(held));
     call.out = call.answer;
     return call;
@@ -589,7 +592,7 @@ streamable_endpoint::sessionless_call streamable_endpoint::start_sessionless(con
   call.sink = c.make_sink();
   // No store: a sessionless stream cannot be resumed, and its events carry no ids.
   call.stream = std::make_shared<logical_stream>(0, nullptr, logical_stream::finish_hook{},
-                                                 call.json_mode ? json_refusal_here : refusal);
+                                                 call.json_mode ? sessionless_json_refusal : refusal);
   call.stream->attach(call.sink);
   call.stream->hold(std::move(held));
   if (after_redis) call.sink->hold();
