@@ -633,33 +633,27 @@ task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, co
     co_await sink->wait();
   }
   if (sink->dead()) co_return false;
-  if (last.empty()) co_return co_await reply(202, {}, {}, false, extra);
-  if (const int status = sink->answer_status(); status != 0) {
-    // A refusal for a limit the engine found (response_sink::set_answer_status): the
-    // client backs off as for the transport's own 429 and 503.
+  co_return co_await reply_document(last, sink->answer_status(), sink->answer_retry_after(), extra);
+}
+
+task<bool> connection::reply_document(std::string_view body, int status, int retry_after, const std::string& extra) {
+  if (body.empty()) co_return co_await reply(202, {}, {}, false, extra);
+  if (status != 0) {
+    // A refusal for a limit the engine found (outbound::refuse_with_status): the client
+    // backs off as for the transport's own 429 and 503.
     std::string headers = extra;
     headers += "Retry-After: ";
-    headers += std::to_string(std::max(1, sink->answer_retry_after()));
+    headers += std::to_string(std::max(1, retry_after));
     headers += "\r\n";
-    co_return co_await reply(status, "application/json", last, false, headers);
+    co_return co_await reply(status, "application/json", body, false, headers);
   }
-  co_return co_await reply(200, "application/json", last, false, extra);
+  co_return co_await reply(200, "application/json", body, false, extra);
 }
 
 task<bool> connection::serve_answer(json_answer& answer, const std::string& extra) {
   co_await answer.done();
   if (answer.hung_up()) co_return false;
-  if (answer.body().empty()) co_return co_await reply(202, {}, {}, false, extra);
-  if (const int status = answer.status(); status != 0) {
-    // A refusal for a limit the engine found (outbound::refuse_with_status), as in
-    // serve_json.
-    std::string headers = extra;
-    headers += "Retry-After: ";
-    headers += std::to_string(std::max(1, answer.retry_after()));
-    headers += "\r\n";
-    co_return co_await reply(status, "application/json", answer.body(), false, headers);
-  }
-  co_return co_await reply(200, "application/json", answer.body(), false, extra);
+  co_return co_await reply_document(answer.body(), answer.status(), answer.retry_after(), extra);
 }
 
 task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, const std::string& extra,

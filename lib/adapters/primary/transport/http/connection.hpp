@@ -348,6 +348,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   void disarm() noexcept { deadline_ns = never; }
   void expire() noexcept override;
   void close_if_idle();
+  /// Writes one JSON document answering a request, as `serve_json` and `serve_answer`
+  /// both do: 202 when there is none, else 200, or `status` with Retry-After (at least
+  /// one second) when the engine refused the request for a limit.
+  task<bool> reply_document(std::string_view body, int status, int retry_after, const std::string& extra);
   /// Runs `on_close(target)` when the client hangs up (see the public overloads).
   void watch_for_close(std::shared_ptr<void> target, void (*on_close)(void* target));
   /// Ends a connection whose request was answered with its body unread, so that the

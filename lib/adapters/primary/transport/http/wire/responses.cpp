@@ -40,13 +40,6 @@ const char* reason_phrase(int status) noexcept {
   return "Error";
 }
 
-std::string response(int status, std::string_view content_type, std::string_view body, bool close,
-                     std::string_view extra_headers, bool head_only) {
-  std::string out;
-  write_response(out, status, content_type, body, close, extra_headers, head_only);
-  return out;
-}
-
 void write_response(std::string& out, int status, std::string_view content_type, std::string_view body, bool close,
                     std::string_view extra_headers, bool head_only) {
   out.clear();

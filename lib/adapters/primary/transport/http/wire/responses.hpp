@@ -25,15 +25,12 @@ using clock_type = std::chrono::steady_clock;
 
 [[nodiscard]] const char* reason_phrase(int status) noexcept;
 
-/// A complete response: status line, `Content-Type` (when not empty), `Content-Length`,
-/// `Connection: close` when `close`, `extra_headers` (each ending in CRLF), and `body`.
-/// `head_only`: the answer to a HEAD request, whose head says the length a GET's body
-/// would have and which carries no body (RFC 9110 §9.3.2); a client reads none, so a
-/// body sent anyway would be read as the start of the next response.
-[[nodiscard]] std::string response(int status, std::string_view content_type, std::string_view body, bool close,
-                                   std::string_view extra_headers = {}, bool head_only = false);
-/// `response` into `out` (cleared first), whose capacity a connection keeps from one
-/// response to the next: one allocation less per request.
+/// Writes a complete response into `out` (cleared first; a connection keeps its capacity
+/// from one response to the next): status line, `Content-Type` (when not empty),
+/// `Content-Length`, `Connection: close` when `close`, `extra_headers` (each ending in
+/// CRLF), and `body`. `head_only`: the answer to a HEAD request, whose head says the
+/// length a GET's body would have and which carries no body (RFC 9110 §9.3.2); a client
+/// reads none, so a body sent anyway would be read as the start of the next response.
 void write_response(std::string& out, int status, std::string_view content_type, std::string_view body, bool close,
                     std::string_view extra_headers = {}, bool head_only = false);
 
