@@ -5,9 +5,13 @@
 /// requests stop paying two thread hand-offs each), and goes on serving, timing out and
 /// closing there; it stays put below three requests in a row, or with the option off.
 ///
+/// New sessions are spread over the shards even when the connections that open them are
+/// not (a client without keep-alive), and their connections follow them.
+///
 /// Which shard a connection is on is read from an application route, which the listener
 /// serves on the connection's own shard: `/where` answers the serving thread's id.
 #include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -148,6 +152,51 @@ TEST_SUITE("adapters/http follow_sessions") {
       call(*s.other, own, id + 1);
     }
     CHECK(where(*s.other) == start);
+  }
+
+  TEST_CASE("sessions opened by a client without keep-alive are spread over the shards") {
+    // Each HTTP request on a connection of its own: `initialize` on one, the
+    // `initialized` notification on the next. Connections are dealt to the shards in
+    // turn, so every `initialize` arrives on the same shard; before sessions were placed
+    // by load, all eight lived there and the other shard idled.
+    fixture f(true);
+    std::vector<std::string> sids;
+    for (int i = 0; i < 8; ++i) {
+      std::string sid;
+      {
+        raw_connection opening(f.listener->port());
+        opening.send(mcp_post(
+            R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})",
+            "Connection: close\r\n"));
+        auto r = opening.read_response();
+        REQUIRE(r);
+        REQUIRE(r->status == 200);
+        sid = *r->header("mcp-session-id");
+      }
+      {
+        raw_connection telling(f.listener->port());
+        telling.send(mcp_post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                              "Mcp-Session-Id: " + sid + "\r\nConnection: close\r\n"));
+        auto n = telling.read_response();
+        REQUIRE(n);
+        REQUIRE(n->status == 202);
+      }
+      sids.push_back(sid);
+    }
+    // A keep-alive connection per session: three calls and it lives where its session does.
+    std::map<std::string, int> per_shard;
+    std::vector<std::unique_ptr<raw_connection>> clients;
+    for (const std::string& sid : sids) {
+      clients.push_back(std::make_unique<raw_connection>(f.listener->port()));
+      for (int id = 1; id <= 4; ++id) call(*clients.back(), sid, id);
+      ++per_shard[where(*clients.back())];
+    }
+    REQUIRE(per_shard.size() == 2);
+    for (const auto& shard : per_shard) {
+      const std::string& thread = shard.first;
+      CAPTURE(thread);
+      CHECK(shard.second >= 3);  // 5 and 3: a shard takes a session while it holds at most one more
+    }
   }
 
   TEST_CASE("with follow_sessions off the connection stays where it was accepted") {

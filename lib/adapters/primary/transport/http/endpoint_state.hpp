@@ -93,6 +93,8 @@ struct endpoint_state {
   std::shared_ptr<retention_budget> kept;
   /// By shard index; each used on its own shard only.
   std::vector<std::unique_ptr<sessionless_shard>> sessionless;
+  /// Each shard's executor, by index: where a new session is placed (session_table::place).
+  std::vector<asio::any_io_executor> shard_executors;
   /// Sessionless requests being answered (listen streams excluded: they never end by
   /// themselves), so a graceful stop waits for them as it does for sessions' requests.
   std::atomic<std::size_t> sessionless_answering{0};
@@ -137,9 +139,10 @@ class streamable_endpoint {
   task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version, const caller& who);
   /// A request of a 2025 session (or an `initialize` that opens one).
   task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
-  /// Serves `msg` of `entry`, a session of this connection's shard, answered with one
-  /// JSON document (json_answer: no stream, no sink, no hand-off).
-  task<bool> answer_here(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
+  /// Serves `msg` of `entry`, answered with one JSON document (json_answer: no stream,
+  /// no sink): on this thread when the session lives on the connection's shard, else
+  /// with one post there and one back.
+  task<bool> answer_json(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
                          const caller& who, const std::string& extra_headers);
 
  public:

@@ -50,6 +50,7 @@ task<bool> legacy_endpoint::stream(connection& c, request& req, const caller& wh
   // The session begins with its stream and ends with it: in this transport the stream is
   // the only way anything reaches the client.
   auto entry = session_entry::create(st_.srv, c.executor(), nullptr, who.principal);
+  entry->shard = c.home().index;
   entry->legacy = true;
   entry->active = 1;
   entry->tenant = who.tenant;

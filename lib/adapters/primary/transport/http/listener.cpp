@@ -267,7 +267,9 @@ void set_up(listener::impl& l, const std::vector<asio::io_context*>& contexts) {
     local->index = static_cast<std::int64_t>(i);
     local->shard_count = n;
     l.state.sessionless.push_back(std::move(local));
+    l.state.shard_executors.push_back(contexts[i]->get_executor());
   }
+  l.state.sessions.spread_over(contexts.size());
   // Before binding: a bad certificate is a start-up error, not a port that refuses
   // every handshake.
   const bool chain = !l.opts.tls_certificate_chain.empty(), key = !l.opts.tls_private_key.empty();

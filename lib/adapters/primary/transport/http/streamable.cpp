@@ -251,8 +251,11 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
       store = o.event_store ? o.event_store()
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes,
                                                                    st_.kept->open(who.tenant));
-    entry = session_entry::create(st_.srv, c.executor(), std::move(store), who.principal);
-    entry->shard = c.home().index;
+    // Usually on this connection's shard; on the least loaded one when this one holds
+    // more (session_table::place), and the connection follows it there.
+    const std::size_t home = st_.sessions.place(c.home().index);
+    entry = session_entry::create(st_.srv, st_.shard_executors[home], std::move(store), who.principal);
+    entry->shard = home;
     entry->tenant = who.tenant;
     if (st_.peers) {
       // In a cluster the ring is written behind to Redis, under the session's id (which
@@ -308,10 +311,10 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   // MCP 2025-11-25 asks servers not to upgrade `tasks/get` to a stream (the client is
   // polling), and these answers never carry anything but the response.
   const bool json_mode = server_json || is_task_poll(msg.method());
-  if (json_mode && entry->shard == c.home().index && !(is_initialize && st_.peers)) {
-    // The session lives here: the answer is a string the connection reads when the
-    // request is over (json_answer), no stream and no sink.
-    const bool keep = co_await answer_here(c, entry, std::move(msg), who, new_session_header);
+  if (json_mode && !(is_initialize && st_.peers)) {
+    // One document: the answer is a string the connection reads when the request is over
+    // (json_answer), no stream and no sink, whichever shard the session lives on.
+    const bool keep = co_await answer_json(c, entry, std::move(msg), who, new_session_header);
     --entry->active;
     entry->last_used = now_ns();
     // A request served where the connection is counts against moving it elsewhere
@@ -359,17 +362,29 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   co_return keep;
 }
 
-task<bool> streamable_endpoint::answer_here(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
+task<bool> streamable_endpoint::answer_json(connection& c, const std::shared_ptr<session_entry>& entry, ir::message msg,
                                             const caller& who, const std::string& extra_headers) {
-  auto answer = std::make_shared<json_answer>(c.home().io, json_refusal);
+  const bool here = entry->shard == c.home().index;
+  auto answer = std::make_shared<json_answer>(c.home().io, json_refusal, !here);
   answer->hold(std::move(who.slots));
   ++entry->active;
-  if (st_.peers && !st_.peers->may_start(nullptr)) {
-    // The lease lapsed since the request arrived: it does not run (as in start_request).
-    answer->send(rpc_error_body(msg.id(), ir::errc::internal_error, fenced_refusal));
-    answer->finish();
+  if (here) {
+    if (st_.peers && !st_.peers->may_start(nullptr)) {
+      // The lease lapsed since the request arrived: it does not run (as in start_request).
+      answer->send(rpc_error_body(msg.id(), ir::errc::internal_error, fenced_refusal));
+      answer->finish();
+    } else {
+      entry->s->receive(std::move(msg), answer, who.origin);
+    }
   } else {
-    entry->s->receive(std::move(msg), answer, who.origin);
+    detail::dispatch_on(entry->executor, [entry, answer, m = std::move(msg), origin = who.origin,
+                                          peers = st_.peers]() mutable {
+      if (peers && !peers->may_start(nullptr)) {
+        answer->send(rpc_error_body(m.id(), ir::errc::internal_error, fenced_refusal));
+        return answer->finish();
+      }
+      entry->s->receive(std::move(m), answer, std::move(origin));
+    });
   }
   co_return co_await c.serve_answer(*answer, extra_headers);
 }

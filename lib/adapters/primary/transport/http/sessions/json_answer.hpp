@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// `json_answer`: the outbound of a request answered with one JSON document by an engine
-/// that runs on the connection's own thread.
+/// `json_answer`: the outbound of a request answered with one JSON document.
 ///
 /// Primary adapter, private.
 ///
@@ -9,6 +8,10 @@
 ///            |                                             |
 ///            +-- co_await answer.done() <-- finish() ------+  (no post when the tool
 ///                                                              answered without suspending)
+///
+///     connection (shard i) --post: receive(msg, answer)--> session (shard j)
+///            |                                                  |
+///            +-- co_await answer.done() <-- post <-- finish() --+  (two posts in all)
 #pragma once
 
 #include <coroutine>
@@ -23,35 +26,45 @@
 
 namespace droid::http::detail {
 
-/// Where the engine puts the answer of a request that gets one JSON document, when the
-/// session (or the sessionless runner) it goes to lives on the shard of the connection
-/// that carries it: the usual case, a client's connections follow its session.
+/// Where the engine puts the answer of a request that gets one JSON document.
 ///
 /// Why not a `logical_stream` with a `response_sink`, as every other response: those
 /// two exist for what a JSON answer never needs (events recorded for a resume, a queue
-/// written by another shard, a stream that outlives its connection), and cost four
+/// of events written one by one, a stream that outlives its connection), and cost four
 /// allocations, two hand-offs through lambdas and a queue per request
-/// (docs/benchmarks.md, "Where a request's time goes"). Here the engine and the
-/// connection share a thread, so the answer is a string the connection reads when the
-/// request is over. What the connection writes is what `serve_json` would have: the last
-/// message sent (notifications before it have nowhere to go in one document), 202 when
-/// none was, the status of a refusal for a limit.
-/// Affinity: the connection's shard, for every call. Lifetime: shared by the connection
-/// (until it has written the answer) and the engine (until the request is over).
-class json_answer final : public outbound {
+/// (docs/benchmarks.md, "Where a request's time goes"). Here the answer is a string the
+/// connection reads when the request is over. What the connection writes is what
+/// `serve_json` would have: the last message sent (notifications before it have nowhere
+/// to go in one document), 202 when none was, the status of a refusal for a limit.
+///
+/// Two placements. *Here*: the engine runs on the connection's shard (the usual case: a
+/// client's connections follow its session), everything happens on one thread, and a
+/// tool that answers without suspending costs no post at all. *Remote*: the session
+/// lives on another shard (a proxy's pooled connection carries many clients' sessions),
+/// the engine's calls come from that shard, and `finish` posts the end to the
+/// connection's shard once: the request costs two posts in all (there and back), where
+/// a sink cost one per event and one for the end, each taking the other shard's
+/// scheduler lock while its thread takes it too.
+/// Affinity: `send`, `refuse_with_status` and `finish` on the engine's shard; the rest on
+/// the connection's. Until `finish`, only the engine touches the answer; after the post
+/// that tells the connection, only the connection does. Lifetime: shared by the
+/// connection (until it has written the answer) and the engine (until the request is
+/// over).
+class json_answer final : public outbound, public std::enable_shared_from_this<json_answer> {
  public:
   /// `home`: the connection's io_context, where a connection waiting for the end is
   /// resumed. `refusal`: why a tool may not ask the client a question here (see
   /// `outbound::exchange_refusal`); it must outlive the answer (the transport passes
-  /// string literals).
-  json_answer(asio::io_context& home, std::string_view refusal) : home_(home), refusal_(refusal) {}
+  /// string literals). `remote`: the engine runs on another shard than `home`'s.
+  json_answer(asio::io_context& home, std::string_view refusal, bool remote = false)
+      : home_(home), refusal_(refusal), remote_(remote) {}
 
   void send(std::string message) override {
-    if (!finished_) last_ = std::move(message);
+    if (!ended_) last_ = std::move(message);
   }
   void finish() override;
   void refuse_with_status(int http_status, int retry_after) override {
-    if (finished_) return;
+    if (ended_) return;
     status_ = http_status;
     retry_after_ = retry_after;
   }
@@ -96,8 +109,13 @@ class json_answer final : public outbound {
   std::coroutine_handle<> waiter_;
   int status_ = 0;
   int retry_after_ = 0;
+  /// The engine's view: the request is over (its shard only).
+  bool ended_ = false;
+  /// The connection's view: the answer may be written (its shard only; set by `finish`
+  /// here, or by the post it makes when the engine is remote).
   bool finished_ = false;
   bool hung_up_ = false;
+  const bool remote_;
 };
 
 }  // namespace droid::http::detail

@@ -87,6 +87,8 @@ session_table::admission session_table::insert(const std::shared_ptr<session_ent
   if (!s.map.emplace(e->id, e).second) {
     size_.fetch_sub(1, std::memory_order_relaxed);
     release_tenant(*e);
+  } else {
+    count_on_shard(*e, 1);
   }
   return admission::admitted;
 }
@@ -107,6 +109,7 @@ std::shared_ptr<session_entry> session_table::insert_or_get(const std::shared_pt
   if (auto it = s.map.find(e->id); it != s.map.end()) return it->second;
   if (!reserve(cap)) return nullptr;
   s.map.emplace(e->id, e);
+  count_on_shard(*e, 1);
   return e;
 }
 
@@ -119,6 +122,7 @@ std::shared_ptr<session_entry> session_table::erase(std::string_view id) {
   s.map.erase(it);
   size_.fetch_sub(1, std::memory_order_relaxed);
   release_tenant(*e);
+  count_on_shard(*e, -1);
   return e;
 }
 
@@ -129,6 +133,7 @@ std::vector<std::shared_ptr<session_entry>> session_table::take_idle(std::int64_
       const session_entry& e = *it->second;
       if (e.active.load() == 0 && e.last_used.load() < cutoff) {
         release_tenant(e);
+        count_on_shard(e, -1);
         out.push_back(std::move(it->second));
         it = map.erase(it);
         size_.fetch_sub(1, std::memory_order_relaxed);
@@ -145,12 +150,43 @@ std::vector<std::shared_ptr<session_entry>> session_table::take_all() {
   each_stripe([&](auto& map) {
     for (auto& [id, e] : map) {
       release_tenant(*e);
+      count_on_shard(*e, -1);
       out.push_back(std::move(e));
     }
     size_.fetch_sub(map.size(), std::memory_order_relaxed);
     map.clear();
   });
   return out;
+}
+
+void session_table::spread_over(std::size_t shards) {
+  shard_count_ = shards;
+  per_shard_ = std::make_unique<std::atomic<std::size_t>[]>(shards);
+}
+
+void session_table::count_on_shard(const session_entry& e, long n) noexcept {
+  if (e.shard >= shard_count_) return;
+  if (n > 0) per_shard_[e.shard].fetch_add(1, std::memory_order_relaxed);
+  else per_shard_[e.shard].fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::size_t session_table::on_shard(std::size_t shard) const noexcept {
+  return shard < shard_count_ ? per_shard_[shard].load(std::memory_order_relaxed) : 0;
+}
+
+std::size_t session_table::place(std::size_t arrived) const noexcept {
+  if (arrived >= shard_count_) return arrived;
+  std::size_t least = arrived;
+  std::size_t least_n = on_shard(arrived);
+  const std::size_t here = least_n;
+  for (std::size_t i = 0; i < shard_count_; ++i) {
+    const std::size_t n = on_shard(i);
+    if (n < least_n) {
+      least = i;
+      least_n = n;
+    }
+  }
+  return here <= least_n + 1 ? arrived : least;
 }
 
 std::size_t session_table::size() const { return size_.load(std::memory_order_relaxed); }

@@ -126,6 +126,24 @@ class session_table {
   /// True while any session has a POST stream open (a request being answered).
   [[nodiscard]] bool any_answering() const;
 
+  /// Sets how many shards sessions live on; called once, before any session is inserted.
+  void spread_over(std::size_t shards);
+  /// The shard a new session should live on: `arrived`, the shard of the connection that
+  /// carries its `initialize`, unless that shard holds more than one session more than
+  /// the least loaded one, which is then chosen.
+  ///
+  /// Why not always `arrived`: connections are placed on shards in turn, and a client
+  /// that opens a connection per HTTP request (no keep-alive: `initialize` on one,
+  /// `notifications/initialized` on the next) makes every other connection, so all its
+  /// sessions, land on one shard; the others then idle while that one serves everything
+  /// (the bench's session-per-connection row did exactly this). Why not always the least
+  /// loaded: a session placed away from its connection pays a hand-off per request until
+  /// the connection follows it (`options::follow_sessions`), so a balanced server keeps
+  /// them together.
+  [[nodiscard]] std::size_t place(std::size_t arrived) const noexcept;
+  /// Live sessions on `shard`.
+  [[nodiscard]] std::size_t on_shard(std::size_t shard) const noexcept;
+
  private:
   /// Lets `find` take the header's string_view as it is (no key string per request).
   struct id_hash {
@@ -155,9 +173,15 @@ class session_table {
   bool reserve_tenant(const std::string& tenant, std::size_t cap);
   /// Gives back the place `e` held in its tenant's count.
   void release_tenant(const session_entry& e);
+  /// Moves `e`'s shard's count by `n` (+1 inserted, -1 removed).
+  void count_on_shard(const session_entry& e, long n) noexcept;
 
   mutable stripe stripes_[stripe_count];
   std::atomic<std::size_t> size_{0};
+  /// Live sessions per shard (`spread_over`), for `place`. Relaxed counts: two sessions
+  /// placed at the same moment may both see the same figures, which costs balance by one.
+  std::unique_ptr<std::atomic<std::size_t>[]> per_shard_;
+  std::size_t shard_count_ = 0;
   /// Live sessions per tenant. One lock: taken when a session begins or ends, never per
   /// request.
   std::mutex tenants_mutex_;
