@@ -687,9 +687,12 @@ function sessionOwner(port, sid) {
   return { owner, epoch };
 }
 
-/// `first` and more sessions up to `n`, each initialized on a connection of its own, as
-/// each client makes its session: connections are spread over the shards in turn, and so
-/// are the sessions they initialize.
+/// `first` and more sessions up to `n`, each made as a client without keep-alive makes
+/// it: `initialize` on one connection, `notifications/initialized` on the next. The
+/// server deals connections to its shards in turn, so every `initialize` lands on the
+/// same shard; the server places the sessions by load (docs/benchmarks.md, "Sessions
+/// placed by load"), which this shape checks: before that, all of them lived on one
+/// shard.
 async function moreSessions(url, first, n) {
   const sids = [first];
   while (sids.length < n) {

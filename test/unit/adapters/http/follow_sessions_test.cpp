@@ -3,7 +3,8 @@
 /// `http::options::follow_sessions` over a real two-shard listener: a keep-alive
 /// connection that keeps asking for a session of the other shard moves there (its
 /// requests stop paying two thread hand-offs each), and goes on serving, timing out and
-/// closing there; it stays put below three requests in a row, or with the option off.
+/// closing there; it stays put below three requests in a row, or with the option off,
+/// and needs longer runs once it has moved back and forth.
 ///
 /// New sessions are spread over the shards even when the connections that open them are
 /// not (a client without keep-alive), and their connections follow them.
@@ -152,6 +153,23 @@ TEST_SUITE("adapters/http follow_sessions") {
       call(*s.other, own, id + 1);
     }
     CHECK(where(*s.other) == start);
+  }
+
+  TEST_CASE("a connection that moved a moment ago needs a longer run of requests to move again") {
+    // What a proxy's pooled connection looks like to the server: sessions of both shards
+    // in no order. Each quick move back doubles the run that the next move needs.
+    fixture f(true);
+    two_shards s(f);
+    const std::string start = where(*s.other);
+    const std::string own = initialize(*s.other);  // a session of the connection's first shard
+    for (int id = 1; id <= 3; ++id) call(*s.other, s.sid, id);
+    REQUIRE(where(*s.other) == s.session_thread);  // the first move takes three
+    for (int id = 4; id <= 6; ++id) call(*s.other, own, id);
+    REQUIRE(where(*s.other) == start);  // three requests after a move: this one takes three too...
+    for (int id = 7; id <= 9; ++id) call(*s.other, s.sid, id);
+    CHECK(where(*s.other) == start);  // ...and the next needs six
+    for (int id = 10; id <= 12; ++id) call(*s.other, s.sid, id);
+    CHECK(where(*s.other) == s.session_thread);
   }
 
   TEST_CASE("sessions opened by a client without keep-alive are spread over the shards") {

@@ -596,12 +596,14 @@ task<void> connection::linger() {
 }
 
 bool connection::should_move() const noexcept {
-  return streak_ >= 3 && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_;
+  return streak_ >= move_after_ && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_;
 }
 
 bool connection::move_socket() {
   shard* to = core_.shards[preferred_].get();
   streak_ = 0;
+  move_after_ = served_since_move_ < 32 ? std::min(move_after_ * 2, 64u) : 3u;
+  served_since_move_ = 0;
   std::error_code ec;
   const tcp::endpoint local = socket_.local_endpoint(ec);
   if (ec) return false;
