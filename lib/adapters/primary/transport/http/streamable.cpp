@@ -101,6 +101,18 @@ task<void> replay_earlier_owner(std::shared_ptr<cluster> peers, std::shared_ptr<
   sink->accept();
 }
 
+/// Hands `msg` to `entry`'s session with `answer` for its output, on the session's shard;
+/// when the cluster lease lapsed since the request arrived, it does not run and the answer
+/// says so (as in `start_request`). Called in place or from a hand-off (`answer_json`).
+void receive_answered(session_entry& entry, const std::shared_ptr<json_answer>& answer, ir::message msg,
+                      std::shared_ptr<const request_origin> origin, const cluster* peers) {
+  if (peers && !peers->may_start(nullptr)) {
+    answer->send(rpc_error_body(msg.id(), ir::errc::internal_error, fenced_refusal));
+    return answer->finish();
+  }
+  entry.s->receive(std::move(msg), answer, std::move(origin));
+}
+
 }  // namespace
 
 task<bool> reply_rejection(connection& c, const ir::rejection& why) {
@@ -317,8 +329,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     const bool keep = co_await answer_json(c, entry, std::move(msg), who, new_session_header);
     --entry->active;
     entry->last_used = now_ns();
-    // A request served where the connection is counts against moving it elsewhere
-    // (options::follow_sessions), as below.
+    // The connection follows a session it keeps serving (options::follow_sessions), as
+    // below.
     c.prefer_shard(entry->shard);
     co_return keep;
   }
@@ -369,21 +381,11 @@ task<bool> streamable_endpoint::answer_json(connection& c, const std::shared_ptr
   answer->hold(std::move(who.slots));
   ++entry->active;
   if (here) {
-    if (st_.peers && !st_.peers->may_start(nullptr)) {
-      // The lease lapsed since the request arrived: it does not run (as in start_request).
-      answer->send(rpc_error_body(msg.id(), ir::errc::internal_error, fenced_refusal));
-      answer->finish();
-    } else {
-      entry->s->receive(std::move(msg), answer, who.origin);
-    }
+    receive_answered(*entry, answer, std::move(msg), who.origin, st_.peers.get());
   } else {
     detail::dispatch_on(entry->executor, [entry, answer, m = std::move(msg), origin = who.origin,
                                           peers = st_.peers]() mutable {
-      if (peers && !peers->may_start(nullptr)) {
-        answer->send(rpc_error_body(m.id(), ir::errc::internal_error, fenced_refusal));
-        return answer->finish();
-      }
-      entry->s->receive(std::move(m), answer, std::move(origin));
+      receive_answered(*entry, answer, std::move(m), std::move(origin), peers.get());
     });
   }
   co_return co_await c.serve_answer(*answer, extra_headers);

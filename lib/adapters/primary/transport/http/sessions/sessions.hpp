@@ -141,10 +141,10 @@ class session_table {
   /// the connection follows it (`options::follow_sessions`), so a balanced server keeps
   /// them together.
   [[nodiscard]] std::size_t place(std::size_t arrived) const noexcept;
-  /// Live sessions on `shard`.
-  [[nodiscard]] std::size_t on_shard(std::size_t shard) const noexcept;
 
  private:
+  /// Live sessions on `shard`.
+  [[nodiscard]] std::size_t on_shard(std::size_t shard) const noexcept;
   /// Lets `find` take the header's string_view as it is (no key string per request).
   struct id_hash {
     using is_transparent = void;
