@@ -264,8 +264,11 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes,
                                                                    st_.kept->open(who.tenant));
     // Usually on this connection's shard; on the least loaded one when this one holds
-    // more (session_table::place), and the connection follows it there.
-    const std::size_t home = st_.sessions.place(c.home().index);
+    // more (session_table::place), and the connection follows it there. Not in a
+    // cluster yet: with it, the cluster-faults peer test's resume of a killed owner's
+    // stream failed once in four clean runs (docs/benchmarks.md, "Sessions placed by
+    // load"), not yet understood.
+    const std::size_t home = st_.peers ? c.home().index : st_.sessions.place(c.home().index);
     entry = session_entry::create(st_.srv, st_.shard_executors[home], std::move(store), who.principal);
     entry->shard = home;
     entry->tenant = who.tenant;
