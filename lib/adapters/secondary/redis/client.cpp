@@ -237,6 +237,28 @@ bool client::send(const std::vector<std::string>& args) {
   return ok;
 }
 
+void client::after_sent(std::function<void()> f) {
+  // The write that will carry the last command queued: the next one when some wait in
+  // `out_` (behind the one in progress, if any), else the one in progress.
+  std::uint64_t write = 0;
+  if (!out_.empty())
+    write = writes_done_ + (write_in_progress_ ? 2 : 1);
+  else if (write_in_progress_)
+    write = writes_done_ + 1;
+  if (write == 0) return f();
+  after_sent_.push_back(sent_callback{write, std::move(f)});
+}
+
+void client::run_sent_callbacks(bool all) {
+  // Taken out before any runs: a callback may queue another.
+  std::vector<std::function<void()>> due;
+  while (!after_sent_.empty() && (all || after_sent_.front().write <= writes_done_)) {
+    due.push_back(std::move(after_sent_.front().f));
+    after_sent_.pop_front();
+  }
+  for (auto& f : due) f();
+}
+
 bool client::enqueue(const std::string_view* args, std::size_t count, awaiter* waiter, std::error_code& why) {
   if (state_ == state::closed) {
     why = errc::closed;
@@ -380,7 +402,9 @@ void client::start_write() {
                                    join({"writing to ", self->options_.where.display(), ": ", describe(ec)}));
                         return;
                       }
+                      ++self->writes_done_;
                       self->start_write();
+                      self->run_sent_callbacks(false);
                     });
 }
 
@@ -480,6 +504,8 @@ void client::fail(std::error_code why, std::string failure) {
   out_.clear();
   write_in_progress_ = false;
   preamble_ = 0;
+  // What was queued will never be written: nobody waits for it.
+  run_sent_callbacks(true);
   if (state_ != state::closed) state_ = state::down;
   // Everything in flight fails now; a resumed waiter may issue a new command, which
   // fails at once while the client is down, so this loop ends.

@@ -156,6 +156,12 @@ class client : public std::enable_shared_from_this<client> {
   /// later failure is counted in `failed_writes()`.
   bool send(std::initializer_list<std::string_view> args);
   bool send(const std::vector<std::string>& args);
+  /// Runs `f` on this client's shard once every command queued before the call has been
+  /// handed to the socket (at once when none waits), or has failed. Why: a caller that
+  /// writes a record behind and then tells a client about it (an event id) must not let
+  /// the client hear first; once the bytes are the kernel's, the process dying does not
+  /// lose them. Callbacks run in the order given.
+  void after_sent(std::function<void()> f);
 
   /// What a subscribed client is given for each message: the channel and the payload.
   /// Both views are valid during the call only.
@@ -219,6 +225,9 @@ class client : public std::enable_shared_from_this<client> {
   /// oldest pending command's.
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
   void complete_front(std::optional<result<reply>> outcome);
+  /// Runs the `after_sent` callbacks whose commands are written (all of them when
+  /// `all`: what was queued will never be, after a failure).
+  void run_sent_callbacks(bool all);
 
   asio::any_io_executor executor_;
   client_options options_;
@@ -246,6 +255,14 @@ class client : public std::enable_shared_from_this<client> {
   std::string out_{};
   std::string writing_{};
   bool write_in_progress_ = false;
+  /// Writes completed since the client was made; an `after_sent` callback waits for the
+  /// write numbered `first` (the one that carries the last command queued before it).
+  std::uint64_t writes_done_ = 0;
+  struct sent_callback {
+    std::uint64_t write;
+    std::function<void()> f;
+  };
+  std::deque<sent_callback> after_sent_{};
   std::vector<char> in_;
   std::deque<pending> pending_{};
   /// Commands of the preamble (AUTH, SELECT, SUBSCRIBE, PING) still unanswered on this

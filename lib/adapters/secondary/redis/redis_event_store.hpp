@@ -67,6 +67,10 @@ class redis_event_store final : public event_store {
   bool replay(std::uint64_t stream, std::uint64_t after_seq,
               const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override;
   void finish(std::uint64_t stream, std::uint64_t last_seq) override;
+  [[nodiscard]] bool records_behind() const noexcept override { return true; }
+  /// Once the client has handed what it was given to its socket: the session's shard
+  /// owns the client, so that is everything this store wrote before.
+  void after_recorded(std::function<void()> f) override { client_->after_sent(std::move(f)); }
 
  private:
   /// Notes that a write of `stream` was not taken (`sent` false): its gap mark is owed.

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// The in-memory event ring and event ids: the resumption cursor, sans-io.
+/// The in-memory event ring and event ids: the resumption cursor, sans-io; and what a
+/// stream hands its sink when its store records behind.
 #include <droid/adapters/secondary/event_store/event_store.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <asio/io_context.hpp>
 #include <doctest/doctest.h>
 
 #include "adapters/primary/transport/http/sessions/stream.hpp"
@@ -21,6 +25,40 @@ std::vector<std::string> replayed(const droid::event_store& store, std::uint64_t
     out.push_back(std::to_string(seq) + ":" + std::string(data));
   });
   if (ok) *ok = done;
+  return out;
+}
+
+/// A store that records behind, as one shared between instances does (Redis): what it is
+/// given leaves this process only when the test says so (`leave`).
+class behind_store final : public droid::event_store {
+ public:
+  void append(std::uint64_t stream, std::uint64_t seq, std::string_view data) override {
+    local_.append(stream, seq, data);
+  }
+  bool replay(std::uint64_t stream, std::uint64_t after_seq,
+              const std::function<void(std::uint64_t seq, std::string_view data)>& f) const override {
+    return local_.replay(stream, after_seq, f);
+  }
+  void finish(std::uint64_t stream, std::uint64_t last_seq) override { local_.finish(stream, last_seq); }
+  [[nodiscard]] bool records_behind() const noexcept override { return true; }
+  void after_recorded(std::function<void()> f) override { waiting_.push_back(std::move(f)); }
+  void leave() {
+    for (auto& f : std::exchange(waiting_, {})) f();
+  }
+
+ private:
+  droid::memory_event_store local_{16};
+  std::vector<std::function<void()>> waiting_;
+};
+
+/// What `sink` holds now, as "id|data" lines.
+std::vector<std::string> drained(asio::io_context& io, droid::http::detail::response_sink& sink) {
+  io.restart();
+  io.poll();
+  std::vector<droid::http::detail::sse_event> events;
+  sink.drain(events);
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e.id + "|" + e.data);
   return out;
 }
 
@@ -240,5 +278,47 @@ TEST_SUITE("adapters/event_store") {
       CAPTURE(bad);
       CHECK_FALSE(parse_event_id(bad, stream, seq));
     }
+  }
+
+  TEST_CASE("a store that records behind: nothing reaches the sink before its record has left, and all in order") {
+    // Why it matters: the sink may be another shard's connection, and a client holding an
+    // event id that Redis never got cannot resume it through another instance.
+    using droid::http::detail::logical_stream;
+    using droid::http::detail::response_sink;
+    asio::io_context io;
+    behind_store store;
+    auto sink = std::make_shared<response_sink>(io.get_executor(), 1 << 20);
+    logical_stream stream(7, &store, logical_stream::finish_hook{});
+    stream.attach(sink);
+    stream.prime();
+    stream.send("a");
+    stream.send("b");
+    stream.finish();
+    CHECK(drained(io, *sink).empty());
+    CHECK_FALSE(sink->finished());
+    store.leave();
+    CHECK(drained(io, *sink) == std::vector<std::string>{"7-0|", "7-1|a", "7-2|b"});
+    CHECK(sink->finished());
+    // A resume replays what the store has, also behind the records.
+    auto resumed = std::make_shared<response_sink>(io.get_executor(), 1 << 20);
+    REQUIRE(droid::http::detail::replay_into(store, 7, 1, resumed));
+    CHECK(drained(io, *resumed).empty());
+    store.leave();
+    CHECK(drained(io, *resumed) == std::vector<std::string>{"7-2|b"});
+  }
+
+  TEST_CASE("a store that keeps events here: the sink has them at once") {
+    using droid::http::detail::logical_stream;
+    using droid::http::detail::response_sink;
+    asio::io_context io;
+    droid::memory_event_store store(16);
+    auto sink = std::make_shared<response_sink>(io.get_executor(), 1 << 20);
+    logical_stream stream(3, &store, logical_stream::finish_hook{});
+    stream.attach(sink);
+    stream.prime();
+    stream.send("a");
+    stream.finish();
+    CHECK(drained(io, *sink) == std::vector<std::string>{"3-0|", "3-1|a"});
+    CHECK(sink->finished());
   }
 }

@@ -280,6 +280,69 @@ TEST_SUITE("adapters/redis") {
     db0->close();
   }
 
+  TEST_CASE("after_sent: a callback waits until the socket has taken what was queued before it") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server server;
+    asio::io_context io;
+    auto c = client::create(io.get_executor(), options_for(server.url()));
+    until_connected(io, *c);
+    std::vector<int> ran;
+    // Nothing queued: at once.
+    c->after_sent([&] { ran.push_back(0); });
+    CHECK(ran == std::vector<int>{0});
+    // Queued: not before the write that carries it, which waits for the end of the turn.
+    CHECK(c->send({"SET", "a", "1"}));
+    c->after_sent([&] { ran.push_back(1); });
+    CHECK(ran.size() == 1);
+    droid::test::poll(io);
+    CHECK(ran == std::vector<int>{0, 1});
+    // A frozen Redis stops reading: a value larger than the socket buffers of both ends
+    // keeps its write in progress, and a command queued behind it waits for the next.
+    server.freeze();
+    CHECK(c->send({"SET", "big", std::string(32 << 20, 'x')}));
+    c->after_sent([&] { ran.push_back(2); });
+    droid::test::poll(io);
+    CHECK(c->send({"SET", "b", "2"}));
+    c->after_sent([&] { ran.push_back(3); });
+    for (int i = 0; i < 5; ++i) {
+      droid::test::poll(io);
+      ::usleep(10'000);  // well inside the 200 ms command timeout
+    }
+    CHECK(ran.size() == 2);
+    server.thaw();
+    io.restart();
+    while (ran.size() < 4 && io.run_one() > 0) {
+    }
+    CHECK(ran == std::vector<int>{0, 1, 2, 3});
+    auto r = droid::test::run(io, one(c, {"GET", "b"}));
+    REQUIRE(r.has_value());
+    CHECK(r->str == "2");
+    c->close();
+  }
+
+  TEST_CASE("after_sent: a callback whose command will never be written runs when the connection fails") {
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server server;
+    asio::io_context io;
+    auto c = client::create(io.get_executor(), options_for(server.url()));
+    until_connected(io, *c);
+    server.freeze();
+    CHECK(c->send({"SET", "big", std::string(32 << 20, 'x')}));
+    bool ran = false;
+    c->after_sent([&] { ran = true; });
+    droid::test::poll(io);
+    CHECK_FALSE(ran);
+    // The frozen server outlasts the command timeout: the connection is failed, and the
+    // callback is not left waiting for a write that will not happen.
+    io.restart();
+    while (!ran && io.run_one() > 0) {
+    }
+    CHECK(ran);
+    CHECK_FALSE(c->connected());
+    server.thaw();
+    c->close();
+  }
+
   TEST_CASE("close: what is in flight fails with closed, and so does every later command") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server server;

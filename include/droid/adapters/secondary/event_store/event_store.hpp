@@ -58,6 +58,15 @@ class event_store {
     (void)stream;
     (void)last_seq;
   }
+  /// Whether what is recorded leaves this process later, in writes behind to a store that
+  /// other instances read (false by default). Why it is asked: the transport then hands
+  /// each event to its connection only through `after_recorded`, so that no client holds
+  /// an event id (one it may resume from anywhere) before that event is on its way.
+  [[nodiscard]] virtual bool records_behind() const noexcept { return false; }
+  /// Runs `f`, on the session's shard, once everything recorded before the call has left
+  /// this process (so that the process dying cannot lose it), or can no longer; in the
+  /// order called. At once by default.
+  virtual void after_recorded(std::function<void()> f) { f(); }
 };
 
 /// Makes one store per session.

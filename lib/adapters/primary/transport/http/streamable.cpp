@@ -264,11 +264,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
                             : std::make_unique<memory_event_store>(o.event_ring_capacity, 64, o.event_ring_bytes,
                                                                    st_.kept->open(who.tenant));
     // Usually on this connection's shard; on the least loaded one when this one holds
-    // more (session_table::place), and the connection follows it there. Not in a
-    // cluster yet: with it, the cluster-faults peer test's resume of a killed owner's
-    // stream failed once in four clean runs (docs/benchmarks.md, "Sessions placed by
-    // load"), not yet understood.
-    const std::size_t home = st_.peers ? c.home().index : st_.sessions.place(c.home().index);
+    // more (session_table::place), and the connection follows it there.
+    const std::size_t home = st_.sessions.place(c.home().index);
     entry = session_entry::create(st_.srv, st_.shard_executors[home], std::move(store), who.principal);
     entry->shard = home;
     entry->tenant = who.tenant;
@@ -339,6 +336,10 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   }
   const ir::request_id request_id = msg.id();
   auto sink = c.make_sink();
+  // A new session's answer, even finished at once, waits for its record in Redis
+  // (cluster::accept_when_written); held here, on the sink's own shard, since the session
+  // may live on another.
+  if (is_initialize && st_.peers) sink->hold();
   start_request(entry, std::move(msg), sink, json_mode, who.origin, nullptr, std::move(who.slots));
   if (is_initialize && st_.peers) {
     // Held until Redis has the new session's record; refused when it did not take it. The
@@ -430,15 +431,14 @@ void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& en
     stream->hold(std::move(held));
     entry->streams.emplace(number, stream);
     if (!json_mode && entry->store) entry->store->begin(number, m.id());
+    stream->attach(sink);
     // A client of 2025-11-25 or later gets a priming event first: an id to resume from
     // before any data. Decided by the session's negotiated version, not the request's
-    // header (which some clients send as 2025-03-26 regardless).
-    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25)
-      sink->push(sse_event{event_id(number, 0), std::string()});
+    // header (which some clients send as 2025-03-26 regardless). In a cluster it leaves
+    // once the stream's beginning is on its way to Redis, since another instance may be
+    // asked to resume from it (logical_stream::relay).
+    if (!json_mode && entry->store && entry->s->peer().revision >= protocol_revision::v2025_11_25) stream->prime();
     const bool opens = m.method() == "initialize";
-    // Its answer, finished at once, would otherwise settle the response by itself.
-    if (opens && peers) sink->hold();
-    stream->attach(sink);
     entry->s->receive(std::move(m), stream, std::move(origin));
     // A new session's record must be in Redis before its id reaches the client.
     if (opens && peers) return peers->accept_when_written(entry->shard, sink, true);
@@ -751,21 +751,18 @@ void streamable_endpoint::start_get(const std::shared_ptr<session_entry>& entry,
       sink->reject(400, "Bad Request: Last-Event-ID is unknown or its events have expired; they cannot be replayed");
     };
     if (number == 0) {
-      if (resume && !entry->standalone->replay(after, *sink)) return refuse();
+      if (resume && !entry->standalone->replay(after, sink)) return refuse();
       entry->standalone->attach(sink);
       sink->accept();
       return;
     }
     if (number > entry->next_stream.load() || entry->s->is_closed()) return refuse();
     if (auto it = entry->streams.find(number); it != entry->streams.end()) {
-      if (!it->second->replay(after, *sink)) return refuse();
+      if (!it->second->replay(after, sink)) return refuse();
       it->second->attach(sink, true);
     } else {
       // The request is over; its events may still be in the store.
-      const bool ok = entry->store && entry->store->replay(number, after, [&](std::uint64_t seq, std::string_view data) {
-        sink->push(sse_event{event_id(number, seq), std::string(data)});
-      });
-      if (!ok) return refuse();
+      if (!entry->store || !replay_into(*entry->store, number, after, sink)) return refuse();
     }
     entry->resumed.push_back(sink);
     sink->accept();

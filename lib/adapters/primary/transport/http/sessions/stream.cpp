@@ -108,7 +108,14 @@ void logical_stream::send(std::string message) {
   const std::uint64_t seq = ++seq_;
   // Recorded first: whatever happens to the connection, a resuming client can have it.
   if (store_) store_->append(number_, seq, message);
-  if (sink_) sink_->push(sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)});
+  if (!sink_) return;
+  relay([s = sink_, e = sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)}]() mutable {
+    s->push(std::move(e));
+  });
+}
+
+void logical_stream::prime() {
+  if (sink_) relay([s = sink_, id = event_id(number_, 0)]() mutable { s->push(sse_event{std::move(id), std::string()}); });
 }
 
 void logical_stream::refuse_with_status(int http_status, int retry_after) {
@@ -124,7 +131,7 @@ void logical_stream::finish() {
   // a client that then sends its next request must find the slot free (tenants_test).
   held_.reset();
   if (store_) store_->finish(number_, seq_);
-  if (sink_ && !sink_resumed_) sink_->finish();
+  if (sink_ && !sink_resumed_) relay([s = sink_] { s->finish(); });
   sink_.reset();
   if (on_finish_.fn) {
     const finish_hook hook = std::exchange(on_finish_, {});  // holds the owner through the call
@@ -134,16 +141,16 @@ void logical_stream::finish() {
 
 void logical_stream::interrupt() {
   if (!store_ || finished_ || !sink_) return;
-  sink_->finish();
+  relay([s = std::move(sink_)] { s->finish(); });
   sink_.reset();
 }
 
 void logical_stream::attach(std::shared_ptr<response_sink> sink, bool resumed) {
-  if (sink_ && sink_ != sink && !sink_resumed_) sink_->finish();
+  if (sink_ && sink_ != sink && !sink_resumed_) relay([s = sink_] { s->finish(); });
   sink_ = std::move(sink);
   sink_resumed_ = resumed;
   if (finished_ && sink_) {
-    if (!sink_resumed_) sink_->finish();
+    if (!sink_resumed_) relay([s = sink_] { s->finish(); });
     sink_.reset();
   }
 }
@@ -152,14 +159,32 @@ void logical_stream::detach(const std::shared_ptr<response_sink>& sink) {
   if (sink_ == sink) sink_.reset();
 }
 
-bool logical_stream::replay(std::uint64_t after_seq, response_sink& sink) const {
+bool logical_stream::replay(std::uint64_t after_seq, const std::shared_ptr<response_sink>& sink) const {
   if (!store_ || after_seq > seq_) return false;
   // Nothing after it: the store may not know a stream with no events yet, or have let
   // go of one whose events were all evicted, and neither is a loss.
   if (after_seq == seq_) return true;
-  return store_->replay(number_, after_seq, [&](std::uint64_t seq, std::string_view data) {
-    sink.push(sse_event{event_id(number_, seq), std::string(data)}, true);
+  return replay_into(*store_, number_, after_seq, sink);
+}
+
+bool replay_into(event_store& store, std::uint64_t number, std::uint64_t after,
+                 const std::shared_ptr<response_sink>& sink) {
+  if (!store.records_behind()) {
+    return store.replay(number, after, [&](std::uint64_t seq, std::string_view data) {
+      sink->push(sse_event{event_id(number, seq), std::string(data)}, true);
+    });
+  }
+  // Some of these may be recorded but not yet on their way: they reach the sink behind
+  // their records, as live events do.
+  std::vector<sse_event> events;
+  const bool whole = store.replay(number, after, [&](std::uint64_t seq, std::string_view data) {
+    events.push_back(sse_event{event_id(number, seq), std::string(data)});
   });
+  if (!whole) return false;
+  store.after_recorded([sink, events = std::move(events)]() mutable {
+    for (sse_event& e : events) sink->push(std::move(e), true);
+  });
+  return true;
 }
 
 std::string event_id(std::uint64_t stream, std::uint64_t seq) {

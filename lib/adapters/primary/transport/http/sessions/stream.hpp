@@ -176,9 +176,17 @@ class logical_stream final : public outbound {
   /// `refusal` must outlive the stream (the transport passes string literals).
   logical_stream(std::uint64_t number, event_store* store, finish_hook on_finish,
                  std::string_view refusal = {})
-      : number_(number), store_(store), on_finish_(std::move(on_finish)), refusal_(refusal) {}
+      : number_(number),
+        store_(store),
+        behind_(store != nullptr && store->records_behind()),
+        on_finish_(std::move(on_finish)),
+        refusal_(refusal) {}
 
   void send(std::string message) override;
+  /// Sends the attached sink the stream's priming event: its id, no data, so that a client
+  /// can resume before the first event. Through the same path as every event, so that it
+  /// too reaches the client only once the stream's beginning is recorded.
+  void prime();
   void finish() override;
   void refuse_with_status(int http_status, int retry_after) override;
   /// Ends the attached sink's response (its connection may be reused) but not the
@@ -198,14 +206,29 @@ class logical_stream final : public outbound {
   /// Forgets `sink` if it is the attached one (its connection died).
   void detach(const std::shared_ptr<response_sink>& sink);
   /// Replays events after `after_seq` into `sink`; false when they cannot all be replayed.
-  bool replay(std::uint64_t after_seq, response_sink& sink) const;
+  bool replay(std::uint64_t after_seq, const std::shared_ptr<response_sink>& sink) const;
 
   [[nodiscard]] std::uint64_t number() const noexcept { return number_; }
   [[nodiscard]] bool is_finished() const noexcept { return finished_; }
 
  private:
+  /// Runs `f`, which hands something to a sink: at once, or through the store's
+  /// `after_recorded` when it records behind (in order with every other).
+  template <class F>
+  void relay(F&& f) const {
+    if (behind_)
+      store_->after_recorded(std::function<void()>(std::forward<F>(f)));
+    else
+      f();
+  }
+
   std::uint64_t number_;
   event_store* store_;
+  /// `store_` records behind: what reaches the sink waits for its record to leave. Why:
+  /// the sink may be on another shard, whose thread would otherwise write an event to the
+  /// client before this shard's thread hands the event's record to Redis; if this
+  /// instance then dies, the client holds an event id that no other instance can resume.
+  bool behind_;
   finish_hook on_finish_;
   std::string_view refusal_;
   std::shared_ptr<const void> held_;
@@ -219,6 +242,11 @@ class logical_stream final : public outbound {
 [[nodiscard]] std::string event_id(std::uint64_t stream, std::uint64_t seq);
 /// Parses an event id; false for anything we did not make.
 [[nodiscard]] bool parse_event_id(std::string_view id, std::uint64_t& stream, std::uint64_t& seq) noexcept;
+
+/// Replays the events of stream `number` after `after` from `store` into `sink` (through
+/// `after_recorded` when the store records behind); false when they cannot all be.
+[[nodiscard]] bool replay_into(event_store& store, std::uint64_t number, std::uint64_t after,
+                               const std::shared_ptr<response_sink>& sink);
 
 /// Appends one SSE event (`id:` line when `id` is not empty, then `data:`).
 void append_sse_event(std::string& out, std::string_view id, std::string_view data);
