@@ -639,23 +639,25 @@ task<bool> connection::serve_json(const std::shared_ptr<response_sink>& sink, co
 }
 
 task<bool> connection::reply_document(std::string_view body, int status, int retry_after, const std::string& extra) {
-  if (body.empty()) co_return co_await reply(202, {}, {}, false, extra);
-  if (status != 0) {
-    // A refusal for a limit the engine found (outbound::refuse_with_status): the client
-    // backs off as for the transport's own 429 and 503.
-    std::string headers = extra;
-    headers += "Retry-After: ";
-    headers += std::to_string(std::max(1, retry_after));
-    headers += "\r\n";
-    co_return co_await reply(status, "application/json", body, false, headers);
-  }
-  co_return co_await reply(200, "application/json", body, false, extra);
+  // Not a coroutine: it only chooses how to call reply(), whose task it hands back (a
+  // frame less per request). What the task reads (`body`, `extra`) is the caller's, who
+  // awaits it at once.
+  if (body.empty()) return reply(202, {}, {}, false, extra);
+  if (status != 0) return reply_refused(body, status, retry_after, extra);
+  return reply(200, "application/json", body, false, extra);
 }
 
-task<bool> connection::serve_answer(json_answer& answer, const std::string& extra) {
-  co_await answer.done();
-  if (answer.hung_up()) co_return false;
-  co_return co_await reply_document(answer.body(), answer.status(), answer.retry_after(), extra);
+task<bool> connection::reply_refused(std::string_view body, int status, int retry_after, std::string extra) {
+  // A refusal for a limit the engine found (outbound::refuse_with_status): the client
+  // backs off as for the transport's own 429 and 503.
+  extra += "Retry-After: ";
+  extra += std::to_string(std::max(1, retry_after));
+  extra += "\r\n";
+  co_return co_await reply(status, "application/json", body, false, extra);
+}
+
+task<bool> connection::reply_answer(json_answer& answer, const std::string& extra) {
+  return reply_document(answer.body(), answer.status(), answer.retry_after(), extra);
 }
 
 task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, const std::string& extra,

@@ -288,6 +288,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// still describes the next one (auth_gate.cpp), so that a keep-alive connection costs
   /// one allocation for it, not one per request.
   std::shared_ptr<const request_origin> last_origin;
+  /// This connection's address in the auth gate's count of requests per address, held
+  /// from its first request on (auth_gate::take_slot), so that each request takes its
+  /// slot there without looking the address up.
+  keyed_limits::key_hold address_requests;
 
   /// Writes all of `data`, which the caller keeps alive until this completes.
   task<bool> write(std::string_view data);
@@ -328,9 +332,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   void stop_watching();
   /// Writes `sink`'s last message as one JSON document (202 when it carried none).
   task<bool> serve_json(const std::shared_ptr<response_sink>& sink, const std::string& extra_headers);
-  /// Waits for `answer`'s request to end and writes its answer as `serve_json` would;
-  /// false when the client hung up meanwhile (nothing is written).
-  task<bool> serve_answer(json_answer& answer, const std::string& extra_headers);
+  /// Writes `answer`'s answer as `serve_json` would. Precondition: its request ended
+  /// (`co_await answer.done()`) and the client did not hang up meanwhile. Why the caller
+  /// waits: this is no coroutine (see `reply_document`), and the caller is one already.
+  task<bool> reply_answer(json_answer& answer, const std::string& extra_headers);
   /// Writes an event-stream response from `sink` until it finishes. `headers_sent`: the
   /// caller already wrote the head (the legacy transport, which starts with its endpoint).
   /// A `standalone` stream idles with keep-alive comments and ends when the server stops.
@@ -350,10 +355,13 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   void disarm() noexcept { deadline_ns = never; }
   void expire() noexcept override;
   void close_if_idle();
-  /// Writes one JSON document answering a request, as `serve_json` and `serve_answer`
+  /// Writes one JSON document answering a request, as `serve_json` and `reply_answer`
   /// both do: 202 when there is none, else 200, or `status` with Retry-After (at least
   /// one second) when the engine refused the request for a limit.
   task<bool> reply_document(std::string_view body, int status, int retry_after, const std::string& extra);
+  /// The refusal branch of `reply_document`, a coroutine of its own: its headers are
+  /// made here and must live until the write ends.
+  task<bool> reply_refused(std::string_view body, int status, int retry_after, std::string extra);
   /// Runs `on_close(target)` when the client hangs up (see the public overloads).
   void watch_for_close(std::shared_ptr<void> target, void (*on_close)(void* target));
   /// Ends a connection whose request was answered with its body unread, so that the

@@ -147,7 +147,10 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   // Every MCP path, every method: one gate (a check in one endpoint and not another is
   // how resource servers get bypassed), then one slot of the caller's request limit.
   detail::caller who;
-  if (auto refused = co_await state.gate.admit(c, req, who)) co_return *refused;
+  if (!state.gate.enabled())
+    state.gate.admit_unprotected(c, req, who);
+  else if (auto refused = co_await state.gate.admit(c, req, who))
+    co_return *refused;
   if (const char* limit = state.gate.take_slot(c, who)) co_return co_await state.gate.refuse_busy(c, req, limit);
   if (legacy_sse && req.method == "GET") co_return co_await legacy.stream(c, req, who);
   if (legacy_messages && req.method == "POST") co_return co_await legacy.message(c, req, who);

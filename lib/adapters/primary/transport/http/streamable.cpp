@@ -392,7 +392,9 @@ task<bool> streamable_endpoint::answer_json(connection& c, const std::shared_ptr
       receive_answered(*entry, answer, std::move(m), std::move(origin), peers.get());
     });
   }
-  co_return co_await c.serve_answer(*answer, extra_headers);
+  co_await answer->done();
+  if (answer->hung_up()) co_return false;
+  co_return co_await c.reply_answer(*answer, extra_headers);
 }
 
 void streamable_endpoint::start_request(const std::shared_ptr<session_entry>& entry, ir::message msg,
@@ -626,7 +628,9 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
     // still running is watched, since hanging up is the client's cancellation.
     const bool watched = !call.answer->finished();
     if (watched) c.watch_for_close(call.answer);
-    const bool keep = co_await c.serve_answer(*call.answer, {});
+    co_await call.answer->done();
+    bool keep = false;
+    if (!call.answer->hung_up()) keep = co_await c.reply_answer(*call.answer, {});
     if (watched) c.stop_watching();
     if (call.answer->hung_up()) local(c).runner->cancel(call.key);
     --st_.sessionless_answering;

@@ -176,7 +176,7 @@ std::shared_ptr<const request_origin> auth_gate::origin_of(connection& c, const 
 
 task<std::optional<bool>> auth_gate::admit(connection& c, const request& req, caller& who) {
   if (!enabled_) {
-    who.origin = origin_of(c, req, nullptr);
+    admit_unprotected(c, req, who);
     co_return std::nullopt;
   }
   // RFC 6750 §2.3 allows a query parameter; the MCP specification forbids it: a URL ends
@@ -241,14 +241,25 @@ task<std::optional<bool>> auth_gate::admit(connection& c, const request& req, ca
   co_return std::nullopt;
 }
 
-const char* auth_gate::take_slot(const connection& c, caller& who) {
+const char* auth_gate::take_slot(connection& c, caller& who) {
   // The origin's address: the client's, also behind a trusted proxy (`admit` made it).
-  std::string address = "a" + (who.origin ? who.origin->remote_address : c.remote_address());
-  who.tenant = who.principal.empty() ? address : "p" + who.principal;
+  const std::string& remote = who.origin ? who.origin->remote_address : c.remote_address();
   who.slots = std::make_shared<request_slots>();
   if (!who.principal.empty() &&
       !limits_.acquire("p" + who.principal, opts_.max_requests_per_principal, who.slots->principal))
     return "max_requests_per_principal";
+  // The connection's own address (not one a trusted proxy forwarded, which changes from
+  // one request to the next) is held by the connection: no lookup per request.
+  if (remote == c.remote_address()) {
+    if (!c.address_requests) c.address_requests = limits_.hold("a" + remote);
+    const std::string& address = c.address_requests.key();
+    who.tenant = who.principal.empty() ? address : "p" + who.principal;
+    if (!limits_.acquire(c.address_requests, opts_.max_requests_per_address, who.slots->address))
+      return "max_requests_per_address";
+    return nullptr;
+  }
+  std::string address = "a" + remote;
+  who.tenant = who.principal.empty() ? address : "p" + who.principal;
   if (!limits_.acquire(std::move(address), opts_.max_requests_per_address, who.slots->address))
     return "max_requests_per_address";
   return nullptr;

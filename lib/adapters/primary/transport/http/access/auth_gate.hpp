@@ -94,10 +94,16 @@ class auth_gate {
   /// whether the connection may carry another request is returned. Also run on a
   /// request's head alone, before its body is read (`listener::impl::screen`).
   task<std::optional<bool>> admit(connection& c, const request& req, caller& who);
+  /// What `admit` does when protection is off (`enabled()` false): fills in `who`'s
+  /// origin, refuses nothing. Why apart: `admit` is a coroutine, and a server without
+  /// authentication would pay a frame per request for a call that never suspends.
+  void admit_unprotected(connection& c, const request& req, caller& who) const {
+    who.origin = origin_of(c, req, nullptr);
+  }
   /// Takes `who`'s request slots (into `who.slots`) and names its tenant. Refused: the
   /// name of the option whose limit is reached (429 is the caller's to write, with
   /// `refuse_busy`); nullptr when admitted.
-  [[nodiscard]] const char* take_slot(const connection& c, caller& who);
+  [[nodiscard]] const char* take_slot(connection& c, caller& who);
   /// Writes 429 with Retry-After and a JSON-RPC error naming `limit`, for the request in
   /// `req`'s body (its id, when the body is one request).
   task<bool> refuse_busy(connection& c, const request& req, std::string_view limit);
