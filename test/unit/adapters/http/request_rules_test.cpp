@@ -115,5 +115,16 @@ TEST_SUITE("adapters/http/checks") {
     CHECK_FALSE(valid_session_id(std::string(129, 'a')));
     CHECK_FALSE(valid_session_id("tab\there"));
     CHECK_FALSE(valid_session_id("\x7f"));
+    // The ends of the range, bytes above it, and a bad byte anywhere in a long id.
+    CHECK(valid_session_id("!~"));
+    CHECK(valid_session_id(std::string(128, '~')));
+    for (const char bad : {'\x20', '\x80', '\xff', '\x00'}) {
+      for (const std::size_t at : {std::size_t{0}, std::size_t{17}, std::size_t{127}}) {
+        std::string id(128, 'a');
+        id[at] = bad;
+        CAPTURE(at);
+        CHECK_FALSE(valid_session_id(id));
+      }
+    }
   }
 }

@@ -44,7 +44,7 @@ class cluster;
 
 /// Answers a POST whose body is no JSON-RPC message we serve: 400 with the decoder's
 /// error, or 202 for what deserves no answer (a malformed notification, say).
-task<bool> reply_rejection(connection& c, const ir::rejection& why);
+task<bool> reply_rejection(connection& c, ir::rejection why);
 
 /// True when `entry` may serve `who`: a session belongs to the principal that opened it
 /// (both empty without authentication). Why: a session id that leaks (a log, a proxy)
@@ -139,6 +139,20 @@ class streamable_endpoint {
   task<bool> serve_stateless(connection& c, ir::message msg, const std::string_view* version, const caller& who);
   /// A request of a 2025 session (or an `initialize` that opens one).
   task<bool> in_session(connection& c, request& req, ir::message msg, const caller& who);
+  /// The steps of `post` after the message is decoded, split where one of them must wait
+  /// (a coroutine of its own) so that the usual request goes through none but the one
+  /// that serves it: `route_post` and `serve_2025` choose and hand back a task;
+  /// `post_when_current` waits for a lapsed cluster lease, `post_scoped` for the scope
+  /// check, `refuse_version` writes the 400 for a version we do not speak.
+  task<bool> route_post(connection& c, request& req, ir::message msg, const std::string_view* version,
+                        const caller& who);
+  task<bool> serve_2025(connection& c, request& req, ir::message msg, const std::string_view* version,
+                        const caller& who);
+  task<bool> post_when_current(connection& c, request& req, ir::message msg, const std::string_view* version,
+                               const caller& who);
+  task<bool> post_scoped(connection& c, request& req, ir::message msg, const std::string_view* version,
+                         const caller& who);
+  task<bool> refuse_version(connection& c, ir::message msg, std::string_view version);
   /// Serves `msg` of `entry`, answered with one JSON document (json_answer: no stream,
   /// no sink): on this thread when the session lives on the connection's shard, else
   /// with one post there and one back.

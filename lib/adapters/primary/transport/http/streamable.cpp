@@ -115,7 +115,7 @@ void receive_answered(session_entry& entry, const std::shared_ptr<json_answer>& 
 
 }  // namespace
 
-task<bool> reply_rejection(connection& c, const ir::rejection& why) {
+task<bool> reply_rejection(connection& c, ir::rejection why) {
   if (!why.answer) co_return co_await c.reply(202, {}, {});
   std::string body;
   ir::append_error(body, why.id, static_cast<std::int64_t>(why.code), why.message);
@@ -156,48 +156,70 @@ task<std::optional<bool>> refuse_unscoped(endpoint_state& st, connection& c, con
 sessionless_shard& streamable_endpoint::local(connection& c) const { return *st_.sessionless[c.home().index]; }
 
 task<bool> streamable_endpoint::post(connection& c, request& req, const caller& who) {
+  // No coroutine: each way out hands back the task of the step that answers, which the
+  // caller awaits at once (a frame less per request). What those tasks keep a reference
+  // to (`c`, `req`, `who`, `version` in `req`) outlives them; the message is moved in.
   const options& o = st_.opts;
   // CSRF: a browser's simple request (text/plain, form encodings) cannot carry
   // application/json without a preflight, so requiring it closes that door (A4).
   const std::string_view* content_type = req.find("content-type");
   if (!content_type || !media_type_is(*content_type, "application/json"))
-    co_return co_await c.reply_rpc_error(415, ir::errc::invalid_request,
-                                       "Unsupported Media Type: Content-Type must be application/json");
+    return c.reply_rpc_error(415, ir::errc::invalid_request, "Unsupported Media Type: Content-Type must be application/json");
   const std::string_view* accept = req.find("accept");
   const bool server_json = o.reply == streaming::json;
-  if (!accept || !accepts(*accept, "application/json") ||
-      (!server_json && !accepts(*accept, "text/event-stream")))
-    co_return co_await c.reply_rpc_error(
-        406, ir::errc::invalid_request,
-        "Not Acceptable: Accept must include application/json and text/event-stream");
+  if (!accept || !accepts(*accept, "application/json") || (!server_json && !accepts(*accept, "text/event-stream")))
+    return c.reply_rpc_error(406, ir::errc::invalid_request,
+                             "Not Acceptable: Accept must include application/json and text/event-stream");
   const std::string_view* version = req.find("mcp-protocol-version");
 
   auto decoded = ir::decode(std::move(req.body));
-  if (auto* why = std::get_if<ir::rejection>(&decoded)) co_return co_await reply_rejection(c, *why);
+  if (auto* why = std::get_if<ir::rejection>(&decoded)) return reply_rejection(c, std::move(*why));
   ir::message msg = std::get<ir::message>(std::move(decoded));
   // A member that cannot show its lease serves nothing it holds (docs/scale-out.md): the
   // request waits the moment it takes to get it back, and is refused, unrun, past that.
-  if (st_.peers && st_.peers->fenced() && !co_await st_.peers->until_current(c.executor())) {
+  if (st_.peers && st_.peers->fenced()) return post_when_current(c, req, std::move(msg), version, who);
+  return route_post(c, req, std::move(msg), version, who);
+}
+
+task<bool> streamable_endpoint::post_when_current(connection& c, request& req, ir::message msg,
+                                                  const std::string_view* version, const caller& who) {
+  if (!co_await st_.peers->until_current(c.executor())) {
     // Named, not chosen by ?: inside the co_await: g++ 12 destroys such a temporary twice.
     std::optional<ir::request_id> id;
     if (msg.is_request()) id = msg.id();
     co_return co_await reply_unavailable(c, id, fenced_refusal);
   }
+  co_return co_await route_post(c, req, std::move(msg), version, who);
+}
 
+task<bool> streamable_endpoint::route_post(connection& c, request& req, ir::message msg,
+                                           const std::string_view* version, const caller& who) {
   // The era is decided per message, by the rule stdio applies too (is_modern_request).
-  if (is_modern_request(msg, version)) co_return co_await serve_modern(c, req, std::move(msg), version, who);
-  if (version && !is_supported_version(*version)) {
-    const request_refusal r = unsupported_version(*version);
-    // A named body, not a conditional expression in the co_await: g++ 12 destroys a
-    // temporary selected by ?: twice when the full expression spans a suspension.
-    std::string body = rpc_error_body(r.code, r.message);
-    if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
-    co_return co_await c.reply(400, "application/json", body);
-  }
-  if (may_lack_scopes(st_, msg))
-    if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
-  if (o.stateless) co_return co_await serve_stateless(c, std::move(msg), version, who);
-  co_return co_await in_session(c, req, std::move(msg), who);
+  if (is_modern_request(msg, version)) return serve_modern(c, req, std::move(msg), version, who);
+  if (version && !is_supported_version(*version)) return refuse_version(c, std::move(msg), *version);
+  if (may_lack_scopes(st_, msg)) return post_scoped(c, req, std::move(msg), version, who);
+  return serve_2025(c, req, std::move(msg), version, who);
+}
+
+task<bool> streamable_endpoint::serve_2025(connection& c, request& req, ir::message msg,
+                                           const std::string_view* version, const caller& who) {
+  if (st_.opts.stateless) return serve_stateless(c, std::move(msg), version, who);
+  return in_session(c, req, std::move(msg), who);
+}
+
+task<bool> streamable_endpoint::post_scoped(connection& c, request& req, ir::message msg,
+                                            const std::string_view* version, const caller& who) {
+  if (auto refused = co_await refuse_unscoped(st_, c, who, msg)) co_return *refused;
+  co_return co_await serve_2025(c, req, std::move(msg), version, who);
+}
+
+task<bool> streamable_endpoint::refuse_version(connection& c, ir::message msg, std::string_view version) {
+  const request_refusal r = unsupported_version(version);
+  // A named body, not a conditional expression in the co_await: g++ 12 destroys a
+  // temporary selected by ?: twice when the full expression spans a suspension.
+  std::string body = rpc_error_body(r.code, r.message);
+  if (msg.is_request()) body = rpc_error_body(msg.id(), r.code, r.message, r.data);
+  co_return co_await c.reply(400, "application/json", body);
 }
 
 std::shared_ptr<session_entry> streamable_endpoint::find_here(std::string_view sid, const caller& who) const {
