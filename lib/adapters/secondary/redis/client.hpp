@@ -255,8 +255,9 @@ class client : public std::enable_shared_from_this<client> {
   std::string out_{};
   std::string writing_{};
   bool write_in_progress_ = false;
-  /// Writes completed since the client was made; an `after_sent` callback waits for the
-  /// write numbered `first` (the one that carries the last command queued before it).
+  /// Writes completed since the client was made; an `after_sent` callback waits until it
+  /// reaches `sent_callback::write` (the write that carries the last command queued
+  /// before the callback).
   std::uint64_t writes_done_ = 0;
   struct sent_callback {
     std::uint64_t write;

@@ -250,19 +250,14 @@ const char* auth_gate::take_slot(connection& c, caller& who) {
     return "max_requests_per_principal";
   // The connection's own address (not one a trusted proxy forwarded, which changes from
   // one request to the next) is held by the connection: no lookup per request.
-  if (remote == c.remote_address()) {
-    if (!c.address_requests) c.address_requests = limits_.hold("a" + remote);
-    const std::string& address = c.address_requests.key();
-    who.tenant = who.principal.empty() ? address : "p" + who.principal;
-    if (!limits_.acquire(c.address_requests, opts_.max_requests_per_address, who.slots->address))
-      return "max_requests_per_address";
-    return nullptr;
-  }
-  std::string address = "a" + remote;
+  const bool own = remote == c.remote_address();
+  if (own && !c.address_requests) c.address_requests = limits_.hold("a" + remote);
+  std::string forwarded = own ? std::string() : "a" + remote;
+  const std::string& address = own ? c.address_requests.key() : forwarded;
   who.tenant = who.principal.empty() ? address : "p" + who.principal;
-  if (!limits_.acquire(std::move(address), opts_.max_requests_per_address, who.slots->address))
-    return "max_requests_per_address";
-  return nullptr;
+  const bool taken = own ? limits_.acquire(c.address_requests, opts_.max_requests_per_address, who.slots->address)
+                         : limits_.acquire(std::move(forwarded), opts_.max_requests_per_address, who.slots->address);
+  return taken ? nullptr : "max_requests_per_address";
 }
 
 task<bool> auth_gate::refuse_busy(connection& c, const request& req, std::string_view limit) {

@@ -103,19 +103,25 @@ void response_sink::kill() noexcept {
   wake();
 }
 
+namespace {
+
+/// Ends a sink's response (what `relay` hands it when a stream ends or lets it go).
+void finish_sink(response_sink& s) { s.finish(); }
+
+}  // namespace
+
 void logical_stream::send(std::string message) {
   if (finished_) return;
   const std::uint64_t seq = ++seq_;
   // Recorded first: whatever happens to the connection, a resuming client can have it.
   if (store_) store_->append(number_, seq, message);
   if (!sink_) return;
-  relay([s = sink_, e = sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)}]() mutable {
-    s->push(std::move(e));
-  });
+  relay(sink_, [e = sse_event{store_ ? event_id(number_, seq) : std::string(), std::move(message)}](
+                   response_sink& s) mutable { s.push(std::move(e)); });
 }
 
 void logical_stream::prime() {
-  if (sink_) relay([s = sink_, id = event_id(number_, 0)]() mutable { s->push(sse_event{std::move(id), std::string()}); });
+  if (sink_) relay(sink_, [id = event_id(number_, 0)](response_sink& s) mutable { s.push(sse_event{std::move(id), {}}); });
 }
 
 void logical_stream::refuse_with_status(int http_status, int retry_after) {
@@ -131,7 +137,7 @@ void logical_stream::finish() {
   // a client that then sends its next request must find the slot free (tenants_test).
   held_.reset();
   if (store_) store_->finish(number_, seq_);
-  if (sink_ && !sink_resumed_) relay([s = sink_] { s->finish(); });
+  if (sink_ && !sink_resumed_) relay(sink_, finish_sink);
   sink_.reset();
   if (on_finish_.fn) {
     const finish_hook hook = std::exchange(on_finish_, {});  // holds the owner through the call
@@ -141,16 +147,16 @@ void logical_stream::finish() {
 
 void logical_stream::interrupt() {
   if (!store_ || finished_ || !sink_) return;
-  relay([s = std::move(sink_)] { s->finish(); });
+  relay(sink_, finish_sink);
   sink_.reset();
 }
 
 void logical_stream::attach(std::shared_ptr<response_sink> sink, bool resumed) {
-  if (sink_ && sink_ != sink && !sink_resumed_) relay([s = sink_] { s->finish(); });
+  if (sink_ && sink_ != sink && !sink_resumed_) relay(sink_, finish_sink);
   sink_ = std::move(sink);
   sink_resumed_ = resumed;
   if (finished_ && sink_) {
-    if (!sink_resumed_) relay([s = sink_] { s->finish(); });
+    if (!sink_resumed_) relay(sink_, finish_sink);
     sink_.reset();
   }
 }
