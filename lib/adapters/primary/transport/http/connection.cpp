@@ -17,6 +17,7 @@
 #include <droid/application/use_task.hpp>
 
 #include "access/request_rules.hpp"
+#include "wire/drained_read.hpp"
 
 namespace droid::http::detail {
 
@@ -539,7 +540,7 @@ task<void> connection::run() {
       std::size_t n = 0;
       if (!read_buffer_) read_buffer_ = take_read_buffer();  // see serve_events
       if (tls_) std::tie(ec, n) = co_await tls_read_some(*tls_, asio::buffer(read_buffer_.get(), chunk));
-      else std::tie(ec, n) = co_await socket_.async_read_some(asio::buffer(read_buffer_.get(), chunk), use_task);
+      else std::tie(ec, n) = co_await socket_.async_read_some(drained_read_buffer(read_buffer_.get(), chunk), use_task);
       buf.append(read_buffer_.get(), n);
       if (ec) {
         if (timed_out_ && !parser_.idle()) co_await reply(408, {}, {}, true);
