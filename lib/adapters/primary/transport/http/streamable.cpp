@@ -378,10 +378,15 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   if (json_mode) {
     keep = co_await c.serve_json(sink, new_session_header);
   } else {
-    c.watch_for_close(sink);
+    // Hanging up cancels a request still running, so that one is watched; one over and
+    // settled already (most, when the session lives on this shard) is not, as in
+    // answer_sessionless: the watch costs an epoll registration, its cancel and its
+    // aborted completion, for a request nothing can cancel any more.
+    const bool watched = !sink->finished() || !sink->settled();
+    if (watched) c.watch_for_close(sink);
     co_await sink->wait_settled();
     keep = co_await c.serve_events(sink, new_session_header, false);
-    c.stop_watching();  // drops the close watch, which holds this connection
+    if (watched) c.stop_watching();  // drops the close watch, which holds this connection
   }
   if (sink->dead()) {
     // The client went away mid-stream. With a store the request goes on and its events
