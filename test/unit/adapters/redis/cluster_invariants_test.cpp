@@ -92,6 +92,20 @@ void with_auth(droid::http::options& o) {
   o.auth.resource_name = "Cluster isolation test";
 }
 
+/// A ghost owner of session `sid`: its inbox has a listener (redis-cli, which reads and
+/// never answers), its heartbeat key is set and the session's record names it. What an
+/// instance forwards there is delivered and never taken up, as with an owner whose event
+/// loop is stuck while its heartbeat goes on.
+void make_ghost_owner(const droid::test::redis_server& redis, const std::string& ghost, const std::string& sid) {
+  CHECK(redis_cli(redis, {"SET", "droid:i:" + ghost, "1", "PX", "60000"}) == "OK");
+  CHECK(redis_cli(redis, {"HSET", "droid:s:" + sid, "owner", ghost, "version", "2025-11-25", "principal", ""}) == "3");
+  const std::string listen = "timeout 20 redis-cli -p " + std::to_string(redis.port()) + " SUBSCRIBE 'droid:c:" +
+                             ghost + "' >/dev/null 2>&1 &";
+  REQUIRE(std::system(listen.c_str()) == 0);
+  for (int i = 0; i < 500 && redis_cli(redis, {"PUBSUB", "NUMSUB", "droid:c:" + ghost}).ends_with("\n0"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 }  // namespace
 
 TEST_SUITE("adapters/redis") {
@@ -207,19 +221,10 @@ TEST_SUITE("adapters/redis") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;
     instance b(redis.url(), "b");
-    // A ghost owner: its inbox has a listener (redis-cli, which reads and never answers),
-    // its heartbeat key is set and it beats on the common channel, and a session's record
-    // names it. What b forwards there is delivered and never taken up, as with an owner
-    // whose event loop is stuck while its heartbeat goes on.
+    // A ghost owner (make_ghost_owner) that also beats on the common channel.
     const std::string ghost = "ghost#0000000000000001";
     const std::string sid = "ghost-session";
-    CHECK(redis_cli(redis, {"SET", "droid:i:" + ghost, "1", "PX", "60000"}) == "OK");
-    CHECK(redis_cli(redis, {"HSET", "droid:s:" + sid, "owner", ghost, "version", "2025-11-25", "principal", ""}) == "3");
-    const std::string listen = "timeout 20 redis-cli -p " + std::to_string(redis.port()) + " SUBSCRIBE 'droid:c:" +
-                               ghost + "' >/dev/null 2>&1 &";
-    REQUIRE(std::system(listen.c_str()) == 0);
-    for (int i = 0; i < 500 && redis_cli(redis, {"PUBSUB", "NUMSUB", "droid:c:" + ghost}).ends_with("\n0"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    make_ghost_owner(redis, ghost, sid);
     std::atomic<bool> beating{true};
     std::thread heart([&] {
       while (beating) {
@@ -239,6 +244,35 @@ TEST_SUITE("adapters/redis") {
     CHECK(body.at("id") == 9);
     CHECK(body.at("error").at("code") == -32603);
     CHECK(std::string_view(body.at("error").at("message").as_string()).find("did not take the request up") !=
+          std::string_view::npos);
+  }
+
+  TEST_CASE("a forwarded call whose asker's inbox breaks before the owner's first batch gets -32603 naming it, not an empty stream") {
+    // The owner's first batch carries the priming event, the id a resume starts from. When
+    // the asker's inbox connection breaks before that batch arrives (pub/sub drops what is
+    // published meanwhile), the client has nothing to resume from: a stream ended there,
+    // empty, would be a call with no answer. Caused with a ghost owner that never answers
+    // and `CLIENT KILL TYPE pubsub` once the forward is out.
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance b(redis.url(), "b");
+    make_ghost_owner(redis, "ghost#0000000000000002", "ghost-session-2");
+    const std::string sid = "ghost-session-2";
+    raw_connection cb(b.port(), guard_ms);
+    cb.send(mcp_post(call(11, "echo", R"({"text":"x"})"), session_header(sid)));
+    // The forward is out once the ghost's listener has had the request (b publishes it as
+    // soon as it has looked the session up); well inside the forward's timeout.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_FALSE(redis_cli(redis, {"CLIENT", "KILL", "TYPE", "pubsub"}).empty());
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    const auto messages = sse_messages(r->body);
+    REQUIRE(messages.size() == 1);
+    const auto& answer = messages.front();
+    CHECK(answer.at("id") == 11);
+    CHECK(answer.at("error").at("code") == -32603);
+    CHECK(std::string_view(answer.at("error").at("message").as_string()).find("the answer was lost") !=
           std::string_view::npos);
   }
 

@@ -635,14 +635,19 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
 void cluster::break_forward(std::uint64_t tag, const forward& f, const std::shared_ptr<response_sink>& sink) {
   // Shard 0: where the inbox, and so every caller of this, runs.
   post_to(0, f.owner, encode_fields({"stop", member_, std::to_string(tag)}));
+  const bool begun = f.settled;
   if (!f.settled) sink->accept();
-  if (f.request_id_json.empty() || !f.json) {
-    // A stream (a call's, or a GET's) ends where it stands: its client resumes it with
-    // Last-Event-ID, and the resume is served from the owner's record of every event.
+  if (f.request_id_json.empty() || (!f.json && begun)) {
+    // A stream (a call's that has begun, or a GET's) ends where it stands: its client
+    // resumes it with Last-Event-ID, and the resume is served from the owner's record of
+    // every event.
     sink->finish();
     return;
   }
-  // One JSON document cannot be resumed: the client is told that the answer was lost.
+  // One JSON document cannot be resumed, and neither can a call's stream that nothing
+  // reached yet: the owner's first batch, which carries the event id a resume starts
+  // from, may be the one lost, and a stream ended empty would leave the client with no
+  // answer and nothing to resume. The client is told that the answer was lost.
   std::string body = R"({"jsonrpc":"2.0","id":)";
   body.append(f.request_id_json)
       .append(R"(,"error":{"code":-32603,"message":"Internal error: the answer was lost between the server's )"
