@@ -276,6 +276,33 @@ TEST_SUITE("adapters/redis") {
           std::string_view::npos);
   }
 
+  TEST_CASE("a forwarded call whose first batch arrives out of turn gets -32603 naming it, not an empty stream") {
+    // Batch 0 (the verdict and the priming event) lost, batch 1 heard: the same hole as a
+    // broken inbox, before the client had an event id. The ghost owner's batch is
+    // published by hand, as pub/sub would deliver it after dropping the first.
+    REQUIRE(droid::test::have_redis_server());
+    droid::test::redis_server redis;
+    instance b(redis.url(), "b");
+    const std::string ghost = "ghost#0000000000000003";
+    make_ghost_owner(redis, ghost, "ghost-session-3");
+    raw_connection cb(b.port(), guard_ms);
+    cb.send(mcp_post(call(12, "echo", R"({"text":"x"})"), session_header("ghost-session-3")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the forward is out
+    const std::string b_inbox = inbox_of(redis, "b");
+    REQUIRE(b_inbox.starts_with("droid:c:b#"));
+    // Tag 1 is b's first forward; batch 1 where batch 0 is due.
+    const std::string forged = R"({"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"late"}]}})";
+    CHECK(redis_cli(redis, {"PUBLISH", b_inbox, fields({"evs", ghost, "1", "1", "1", "1", "1-1", forged})}) == "1");
+    auto r = cb.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    const auto messages = sse_messages(r->body);
+    REQUIRE(messages.size() == 1);
+    CHECK(messages.front().at("id") == 12);
+    CHECK(messages.front().at("error").at("code") == -32603);
+    CHECK(r->body.find("late") == std::string::npos);
+  }
+
   TEST_CASE("a record names its owner and epoch: a stale owner's write is refused, and it gives the session up") {
     REQUIRE(droid::test::have_redis_server());
     droid::test::redis_server redis;

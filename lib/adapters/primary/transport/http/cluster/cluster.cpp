@@ -635,9 +635,8 @@ void cluster::on_message(std::string_view channel, std::string_view payload) {
 void cluster::break_forward(std::uint64_t tag, const forward& f, const std::shared_ptr<response_sink>& sink) {
   // Shard 0: where the inbox, and so every caller of this, runs.
   post_to(0, f.owner, encode_fields({"stop", member_, std::to_string(tag)}));
-  const bool begun = f.settled;
   if (!f.settled) sink->accept();
-  if (f.request_id_json.empty() || (!f.json && begun)) {
+  if (f.request_id_json.empty() || (!f.json && f.settled)) {
     // A stream (a call's that has begun, or a GET's) ends where it stands: its client
     // resumes it with Last-Event-ID, and the resume is served from the owner's record of
     // every event.

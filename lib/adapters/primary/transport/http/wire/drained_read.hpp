@@ -49,11 +49,7 @@ using drained_read = asio::mutable_buffer;
 
 /// The buffer to pass to `async_read_some` on a plain TCP socket.
 inline drained_read drained_read_buffer(void* data, std::size_t size) noexcept {
-#ifdef DROID_DRAINED_READ
   return drained_read{asio::mutable_buffer(data, size)};
-#else
-  return asio::mutable_buffer(data, size);
-#endif
 }
 
 }  // namespace droid::http::detail
