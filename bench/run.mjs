@@ -6,7 +6,8 @@
 //
 //   node bench/run.mjs [--build-dir build-bench] [--quick] [--duration S] [--repeats N]
 //                      [--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N]
-//                      [--settle S] [--servers droid-stateless,droid-2026,...] [--report-only]
+//                      [--settle S] [--servers droid-stateless,droid-2026,...] [--connections 64]
+//                      [--report-only]
 //
 // Every server's answer is checked before it is timed (docs/conventions.md#benchmarks); a
 // wrong answer removes the server from the run instead of timing it. Inputs are generated
@@ -41,11 +42,13 @@ function parseArgs(argv) {
     else if (a === '--sections') o.sections = next().split(',');
     else if (a === '--servers') o.servers = next().split(',');
     else if (a === '--sessions') o.sessions = Number(next());
+    else if (a === '--connections') o.connections = next().split(',').map(Number);
     else if (a === '--report-only') o.reportOnly = true;
     else if (a === '--settle') o.settle = Number(next());
     else if (a === '--help' || a === '-h') {
       console.log('usage: node bench/run.mjs [--build-dir DIR] [--quick] [--duration S] [--repeats N] ' +
-        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--servers a,b] [--report-only]');
+        '[--sections http,stdio,exchange,callgrind,memory,micro] [--sessions N] [--settle S] [--servers a,b] ' +
+        '[--connections 1,16,64] [--report-only]');
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
   }
@@ -57,7 +60,8 @@ function parseArgs(argv) {
   // callgrind row is `nginx`), for re-running a comparison; the other sections ignore it.
   o.servers ??= null;
   o.sessions ??= o.quick ? 1000 : 10000;
-  o.connections = [1, 16, 64];
+  // --connections: only these widths of the HTTP section (the headline reads 64 and 16).
+  o.connections ??= [1, 16, 64];
   o.stdioMessages = { droid: o.quick ? 20000 : 200000, ts: o.quick ? 2000 : 20000 };
   o.microMinTime = o.quick ? 0.05 : 0.3;
   return o;

@@ -296,6 +296,7 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
 }
 
 connection::~connection() {
+  if (serving_ < core_.shards.size()) core_.shards[serving_]->load.serving.fetch_sub(1, std::memory_order_relaxed);
   give_back_read_buffer(std::move(read_buffer_));
   --core_.connection_count_;
 }
@@ -597,7 +598,24 @@ task<void> connection::linger() {
 }
 
 bool connection::should_move() const noexcept {
-  return streak_ >= move_after_ && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_;
+  if (!(streak_ >= move_after_ && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_))
+    return false;
+  if (streamed_) return true;
+  // Following saves each request two hand-offs, but not when it piles work onto a shard
+  // already carrying clearly more than this one: then the other thread idles (one
+  // session shared by every connection). "Clearly": by more than an eighth, and by more
+  // than a few connections, so that a lightly used server always follows. An event
+  // stream's hand-off costs three posts back, not one: measured, following wins there
+  // even onto the busier shard (docs/benchmarks.md, "One session, many connections").
+  const std::uint32_t there = core_.shards[preferred_]->load.weight();
+  const std::uint32_t here = home_.load(std::memory_order_relaxed)->load.weight();
+  return there < here + std::max<std::uint32_t>(4, here / 8);
+}
+
+void connection::count_serving(std::size_t index) noexcept {
+  if (serving_ < core_.shards.size()) core_.shards[serving_]->load.serving.fetch_sub(1, std::memory_order_relaxed);
+  if (index < core_.shards.size()) core_.shards[index]->load.serving.fetch_add(1, std::memory_order_relaxed);
+  serving_ = index;
 }
 
 bool connection::move_socket() {

@@ -110,7 +110,9 @@ struct options {
   bool accept_on_every_shard = false;
   /// Moves a keep-alive connection to the shard of the session it keeps asking for
   /// (three requests in a row for sessions on one other shard), so that its next
-  /// requests are served without two thread hand-offs each. Plain HTTP only: a TLS
+  /// requests are served without two thread hand-offs each; not when that shard already
+  /// carries clearly more work than the connection's own (one session shared by many
+  /// connections would otherwise gather them all on one thread). Plain HTTP only: a TLS
   /// connection stays where it was accepted. Turn it off when one connection carries
   /// requests of many sessions in no order (a proxy's pooled connections move little
   /// then, but each move costs two system calls).
