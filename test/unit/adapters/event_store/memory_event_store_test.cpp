@@ -278,6 +278,31 @@ TEST_SUITE("adapters/event_store") {
       CAPTURE(bad);
       CHECK_FALSE(parse_event_id(bad, stream, seq));
     }
+    // The largest ids still fit the formatting buffer and come back whole.
+    const std::uint64_t most = ~std::uint64_t{0};
+    CHECK(event_id(most, most) == "18446744073709551615-18446744073709551615");
+    REQUIRE(parse_event_id(event_id(most, 0), stream, seq));
+    CHECK(stream == most);
+    CHECK(seq == 0);
+  }
+
+  TEST_CASE("the framing sizes say exactly what the framing appends") {
+    // A stream's writer sizes a chunk from these before appending its events: one byte
+    // off and the chunked body is corrupt for every client.
+    using namespace droid::http::detail;
+    for (const std::string_view id : {std::string_view(), std::string_view("7-1"), std::string_view("123456-99")}) {
+      for (const std::string_view data : {std::string_view("{}"), std::string_view(R"({"jsonrpc":"2.0","id":1})")}) {
+        std::string out = "x";
+        append_sse_event(out, id, data);
+        CHECK(out.size() == 1 + sse_event_size(id, data));
+        CHECK(out.ends_with("\n\n"));
+      }
+      if (id.empty()) continue;
+      std::string out;
+      append_priming_event(out, id, "1000");
+      CHECK(out == "id: " + std::string(id) + "\nretry: 1000\ndata: \n\n");
+      CHECK(out.size() == priming_event_size(id, "1000"));
+    }
   }
 
   TEST_CASE("a store that records behind: nothing reaches the sink before its record has left, and all in order") {

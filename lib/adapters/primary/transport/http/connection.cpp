@@ -690,41 +690,50 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
   // that says so (429, 503), as one JSON document: the client offered both kinds, and a
   // 200 event stream would hide the refusal from every proxy and retry policy.
   if (!headers_sent && sink->answer_status() != 0 && sink->finished()) co_return co_await serve_json(sink, extra);
+  // X-Accel-Buffering: a proxy in front (nginx) would otherwise hold events back.
+  constexpr std::string_view head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                                    "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
+  constexpr std::string_view keep_alive = ": keep-alive\n\n";
+  constexpr std::size_t chunk_framing = 16 + 2 + 2;  // hex size, CRLF, CRLF
+  constexpr std::string_view last_chunk = "0\r\n\r\n";
+  // What one write sends (the head the first time, then the events drained as one chunk)
+  // is sized first and built in one buffer: appending to strings that grew as they went,
+  // and gathering the events apart before framing them, cost an answer on an event
+  // stream six allocations and a copy of every event (docs/benchmarks.md).
   std::string out;
-  if (!headers_sent) {
-    // X-Accel-Buffering: a proxy in front (nginx) would otherwise hold events back.
-    out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-          "X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n";
-    out += extra;
-    out += response_headers_;
-    out += "\r\n";
-  }
-  std::string events;
+  bool head_pending = !headers_sent;
   std::vector<sse_event> batch;
   const std::string retry = std::to_string(opts.retry_interval.count());
   for (;;) {
     sink->drain(batch);
-    for (sse_event& e : batch) {
-      if (e.data.empty()) {
-        // The priming event: an id, how long to wait before reconnecting, no data.
-        events += "id: ";
-        events += e.id;
-        events += "\nretry: ";
-        events += retry;
-        events += "\ndata: \n\n";
-      } else {
-        append_sse_event(events, e.id, e.data);
-      }
-    }
+    std::size_t events = 0;
+    for (const sse_event& e : batch)
+      events += e.data.empty() ? priming_event_size(e.id, retry) : sse_event_size(e.id, e.data);
     // An idle standalone stream carries a comment now and then, so proxies and the
     // client's own timers see it alive (and a vanished client is noticed on write).
-    if (events.empty() && standalone && !sink->finished() && out.empty()) events = ": keep-alive\n\n";
-    if (!events.empty()) {
-      append_chunk(out, events);
-      events.clear();
-    }
+    const bool comment = events == 0 && standalone && !sink->finished() && !head_pending;
+    if (comment) events = keep_alive.size();
     const bool ending = sink->finished() || (closing_ && standalone);
-    if (ending) out += "0\r\n\r\n";
+    out.reserve((head_pending ? head.size() + extra.size() + response_headers_.size() + 2 : 0) +
+                (events ? events + chunk_framing : 0) + (ending ? last_chunk.size() : 0));
+    if (head_pending) {
+      out += head;
+      out += extra;
+      out += response_headers_;
+      out += "\r\n";
+      head_pending = false;
+    }
+    if (events != 0) {
+      append_chunk_head(out, events);
+      if (comment) out += keep_alive;
+      for (const sse_event& e : batch) {
+        // The priming event: an id, how long to wait before reconnecting, no data.
+        if (e.data.empty()) append_priming_event(out, e.id, retry);
+        else append_sse_event(out, e.id, e.data);
+      }
+      out += "\r\n";
+    }
+    if (ending) out += last_chunk;
     if (sink->dead() || (!out.empty() && !co_await write(out))) {
       sink->kill();
       co_return false;

@@ -124,6 +124,10 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
     // wait, or the connection would spin without letting the verdict's handler run.
     return for_verdict ? settled() : !queue_.empty() || finished_;
   }
+  /// What `push`, `finish` and `accept` do, on the home shard.
+  void take(sse_event&& e, bool replayed);
+  void finish_here();
+  void accept_here();
   /// Resumes the waiter if what it waits for has happened (`force`: its timeout passed).
   /// Always through a post: the caller may be the session in the middle of a send, and
   /// the connection's next step must not run inside it.
@@ -249,5 +253,12 @@ class logical_stream final : public outbound {
 
 /// Appends one SSE event (`id:` line when `id` is not empty, then `data:`).
 void append_sse_event(std::string& out, std::string_view id, std::string_view data);
+/// The bytes `append_sse_event` appends, so that a writer can size its buffer once.
+[[nodiscard]] std::size_t sse_event_size(std::string_view id, std::string_view data) noexcept;
+/// Appends a stream's priming event: its id, how long to wait before reconnecting
+/// (`retry`, milliseconds as text), and no data.
+void append_priming_event(std::string& out, std::string_view id, std::string_view retry);
+/// The bytes `append_priming_event` appends.
+[[nodiscard]] std::size_t priming_event_size(std::string_view id, std::string_view retry) noexcept;
 
 }  // namespace droid::http::detail

@@ -33,6 +33,15 @@ void dispatch_on(const asio::any_io_executor& ex, F&& f) {
   }
 }
 
+/// True when the caller runs on `ex`'s thread, where `dispatch_on` would run a function
+/// inline: a caller that can act directly then builds no closure (and takes no reference
+/// on what the closure would have had to keep alive). False for any executor that is
+/// not an io_context's.
+[[nodiscard]] inline bool runs_here(const asio::any_io_executor& ex) noexcept {
+  const auto* io = ex.target<asio::io_context::executor_type>();
+  return io && io->running_in_this_thread();
+}
+
 /// Queues `f` to run on `ex`'s thread, never inline.
 template <class F>
 void post_on(const asio::any_io_executor& ex, F&& f) {

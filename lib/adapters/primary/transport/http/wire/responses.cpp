@@ -72,11 +72,15 @@ void write_response(std::string& out, int status, std::string_view content_type,
   if (!head_only) out += body;
 }
 
-void append_chunk(std::string& out, std::string_view data) {
-  char size[16];
-  const auto [end, ec] = std::to_chars(size, size + sizeof size, data.size(), 16);
-  out.append(size, end);
+void append_chunk_head(std::string& out, std::size_t size) {
+  char hex[16];
+  const auto [end, ec] = std::to_chars(hex, hex + sizeof hex, size, 16);
+  out.append(hex, end);
   out += "\r\n";
+}
+
+void append_chunk(std::string& out, std::string_view data) {
+  append_chunk_head(out, data.size());
   out += data;
   out += "\r\n";
 }

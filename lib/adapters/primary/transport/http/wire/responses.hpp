@@ -36,6 +36,9 @@ void write_response(std::string& out, int status, std::string_view content_type,
 
 /// Appends one chunk of a chunked body: hex size, CRLF, data, CRLF.
 void append_chunk(std::string& out, std::string_view data);
+/// Appends the head of a chunk of `size` bytes (hex size, CRLF): the caller appends the
+/// data and its CRLF, so that the data need not be gathered in a string of its own first.
+void append_chunk_head(std::string& out, std::size_t size);
 
 /// A JSON-RPC error as an HTTP response body (`id: null`: the request could not be read
 /// far enough to know its id, or was no request).
