@@ -103,8 +103,9 @@ struct shard {
   ///
   /// Why: with connections following their session and nothing else, every connection
   /// of one busy session moves to that session's shard, and the server runs on one
-  /// thread while the other idles (one session shared by 64 connections: 0.77x of the
-  /// floor, against 0.84x with the connections left where they were accepted).
+  /// thread while the others idle (one session shared by 64 connections on two shards:
+  /// the machine 12-14 % idle under load; docs/benchmarks.md, "One session, many
+  /// connections").
   struct alignas(64) load_counts {
     std::atomic<std::uint32_t> living{0};
     std::atomic<std::uint32_t> serving{0};
