@@ -366,6 +366,31 @@ TEST_SUITE("adapters/http") {
     CHECK(r->status == 200);
   }
 
+  TEST_CASE("a keep-alive connection's Host is judged on every request, not only on its first (A1)") {
+    // The connection remembers the last Host that passed (connection::host_passes): a
+    // different value later on the same connection must still be judged.
+    server_fixture f;
+    raw_connection c(f.port());
+    const auto with_host = [](std::string_view host) {
+      std::string request = mcp_post(initialize_body);
+      request.replace(request.find("Host: 127.0.0.1"), 15, "Host: " + std::string(host));
+      return request;
+    };
+    c.send(with_host("127.0.0.1"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    c.send(with_host("localhost:8080"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    c.send(with_host("evil.com"));
+    r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 403);
+    CHECK(f.listener->sessions() == 2);
+  }
+
   TEST_CASE("CORS: an allowed origin's preflight gets 204 with the methods and headers; its answers name it; others 403") {
     droid::http::options o;
     o.allowed_origins = {"https://app.example.com"};

@@ -301,6 +301,13 @@ connection::~connection() {
   --core_.connection_count_;
 }
 
+bool connection::host_passes(std::string_view host, const std::vector<std::string>& allowed) {
+  if (!passed_host_.empty() && host == passed_host_) return true;
+  if (!host_allowed(host, local_is_loopback_, allowed)) return false;
+  passed_host_.assign(host);
+  return true;
+}
+
 void connection::close_soon() {
   // Posted to where the connection lives now. It may move before the post runs; then
   // close_if_idle finds itself on the wrong shard and follows it.

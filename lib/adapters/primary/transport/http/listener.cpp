@@ -119,7 +119,7 @@ task<bool> listener::impl::handle(detail::connection& c, detail::request& req) {
   // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host and
   // Origin; both are checked before anything else can run (docs/reliability.md, A1, A2).
   const std::string_view* host = req.host();
-  const bool host_ok = host ? detail::host_allowed(*host, c.local_is_loopback(), opts.allowed_hosts)
+  const bool host_ok = host ? c.host_passes(*host, opts.allowed_hosts)
                             : req.version_minor == 0 && !c.local_is_loopback();
   // The metadata is public and the same for every page (a browser client reads it
   // before it has a token), so only the Host check applies to it.

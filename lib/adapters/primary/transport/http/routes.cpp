@@ -24,7 +24,7 @@ task<bool> serve_route(connection& c, request& req, const options& opts, const r
   // The same DNS-rebinding rule as the MCP endpoint: a page elsewhere must not read
   // these paths through a name that resolves to this host.
   const std::string_view* host = req.host();
-  const bool host_ok = host ? host_allowed(*host, c.local_is_loopback(), opts.allowed_hosts)
+  const bool host_ok = host ? c.host_passes(*host, opts.allowed_hosts)
                             : req.version_minor == 0 && !c.local_is_loopback();
   if (!host_ok || req.count("origin") > 1 || !origin_allowed(req.find("origin"), opts.allowed_origins))
     co_return co_await c.reply(403, "text/plain", "Forbidden: Host or Origin not allowed\n");
