@@ -20,7 +20,11 @@ void response_sink::push(sse_event e, bool replayed) {
   // 570 instructions of an event-stream answer (two events), a tenth of what it cost
   // over a JSON one (docs/benchmarks.md). The caller holds the sink meanwhile.
   if (runs_here(home_)) return take(std::move(e), replayed);
-  post_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable { self->take(std::move(e), replayed); });
+  // Posted to the sink's shard (or, on an executor that is not an io_context's, as
+  // dispatch_on would have run it: the order against reject and release stays theirs).
+  detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable {
+    self->take(std::move(e), replayed);
+  });
 }
 
 void response_sink::take(sse_event&& e, bool replayed) {
@@ -46,7 +50,7 @@ void response_sink::take(sse_event&& e, bool replayed) {
 
 void response_sink::finish() {
   if (runs_here(home_)) return finish_here();
-  post_on(home_, [self = shared_from_this()] { self->finish_here(); });
+  detail::dispatch_on(home_, [self = shared_from_this()] { self->finish_here(); });
 }
 
 void response_sink::finish_here() {
@@ -57,7 +61,7 @@ void response_sink::finish_here() {
 
 void response_sink::accept() {
   if (runs_here(home_)) return accept_here();
-  post_on(home_, [self = shared_from_this()] { self->accept_here(); });
+  detail::dispatch_on(home_, [self = shared_from_this()] { self->accept_here(); });
 }
 
 void response_sink::accept_here() {
