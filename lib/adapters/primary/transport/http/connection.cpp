@@ -296,7 +296,7 @@ connection::connection(connection_core& core, shard& home, tcp::socket socket,
 }
 
 connection::~connection() {
-  if (serving_ < core_.shards.size()) core_.shards[serving_]->load.serving.fetch_sub(1, std::memory_order_relaxed);
+  count_serving(~std::size_t{0});  // gives its count back; counted nowhere now
   give_back_read_buffer(std::move(read_buffer_));
   --core_.connection_count_;
 }

@@ -432,7 +432,8 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   std::size_t serving_ = ~std::size_t{0};
   /// Whether the latest request that named a session was answered as an event stream.
   bool streamed_ = false;
-  /// Moves this connection's count in `shard::load_counts::serving` to shard `index`.
+  /// Moves this connection's count in `shard::load_counts::serving` to shard `index`
+  /// (an index past the shards: counted nowhere, as when the connection ends).
   void count_serving(std::size_t index) noexcept;
   asio::ip::tcp::socket socket_;
   /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the

@@ -48,10 +48,13 @@ void response_sink::take(sse_event&& e, bool replayed) {
   wake();
 }
 
-void response_sink::finish() {
-  if (runs_here(home_)) return finish_here();
-  detail::dispatch_on(home_, [self = shared_from_this()] { self->finish_here(); });
+void response_sink::on_home(void (response_sink::*act)()) {
+  // As push: directly on the sink's own shard, a closure only to reach another.
+  if (runs_here(home_)) return (this->*act)();
+  detail::dispatch_on(home_, [self = shared_from_this(), act] { ((*self).*act)(); });
 }
+
+void response_sink::finish() { on_home(&response_sink::finish_here); }
 
 void response_sink::finish_here() {
   finished_ = true;
@@ -59,21 +62,18 @@ void response_sink::finish_here() {
   wake();
 }
 
-void response_sink::accept() {
-  if (runs_here(home_)) return accept_here();
-  detail::dispatch_on(home_, [self = shared_from_this()] { self->accept_here(); });
-}
+void response_sink::accept() { on_home(&response_sink::accept_here); }
 
 void response_sink::accept_here() {
   accepted_ = true;
   wake();
 }
 
-void response_sink::release() {
-  detail::dispatch_on(home_, [self = shared_from_this()] {
-    self->held_ = false;
-    self->wake();
-  });
+void response_sink::release() { on_home(&response_sink::release_here); }
+
+void response_sink::release_here() {
+  held_ = false;
+  wake();
 }
 
 void response_sink::reject(int status, std::string message) {

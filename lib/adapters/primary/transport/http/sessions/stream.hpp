@@ -124,10 +124,14 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
     // wait, or the connection would spin without letting the verdict's handler run.
     return for_verdict ? settled() : !queue_.empty() || finished_;
   }
-  /// What `push`, `finish` and `accept` do, on the home shard.
+  /// What `push`, `finish`, `accept` and `release` do, on the home shard.
   void take(sse_event&& e, bool replayed);
   void finish_here();
   void accept_here();
+  void release_here();
+  /// Runs `act` on the home shard: at once when the caller is there, else through one
+  /// closure that holds the sink.
+  void on_home(void (response_sink::*act)());
   /// Resumes the waiter if what it waits for has happened (`force`: its timeout passed).
   /// Always through a post: the caller may be the session in the middle of a send, and
   /// the connection's next step must not run inside it.
