@@ -8,9 +8,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <doctest/doctest.h>
 
@@ -330,6 +332,72 @@ TEST_SUITE("adapters/event_store") {
     CHECK(drained(io, *resumed).empty());
     store.leave();
     CHECK(drained(io, *resumed) == std::vector<std::string>{"7-2|b"});
+  }
+
+  TEST_CASE("calls from another shard reach the sink in their order, carried by one post") {
+    // Why one post: a request answered on another shard's session hands its sink the
+    // priming event, the answer, the end and the verdict; a post each made four wakes of
+    // the connection's thread per request (docs/benchmarks.md).
+    using droid::http::detail::response_sink;
+    asio::io_context io;  // not running: every call below comes from "another shard"
+    auto sink = std::make_shared<response_sink>(io.get_executor(), 1 << 20);
+    sink->push({"1-0", ""});
+    sink->set_answer_status(429, 3);
+    sink->push({"1-1", "a"});
+    sink->accept();
+    sink->finish();
+    sink->push({"1-2", "after the end"});  // dropped, as on the sink's own shard
+    CHECK(io.poll() == 1);
+    CHECK(sink->finished());
+    CHECK(sink->settled());
+    CHECK(sink->answer_status() == 429);
+    CHECK(sink->answer_retry_after() == 3);
+    std::vector<droid::http::detail::sse_event> events;
+    sink->drain(events);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].id == "1-0");
+    CHECK(events[1].data == "a");
+
+    // Once run, the inbox posts again for the next call; a verdict that comes after an
+    // event from afar is taken after it.
+    auto second = std::make_shared<response_sink>(io.get_executor(), 1 << 20);
+    second->push({"2-0", ""});
+    io.restart();
+    CHECK(io.poll() == 1);
+    second->reject(503, "no");
+    second->push({"2-1", "b"});
+    io.restart();
+    CHECK(io.poll() == 1);
+    CHECK(second->rejected_status() == 503);
+    CHECK(second->rejected_message() == "no");
+    CHECK(drained(io, *second) == std::vector<std::string>{"2-0|", "2-1|b"});
+  }
+
+  TEST_CASE("a sink fed from another thread while its own runs gets every event once, in order") {
+    // The inbox is the one part of a sink two threads touch (ThreadSanitizer runs this).
+    using droid::http::detail::response_sink;
+    using droid::http::detail::sse_event;
+    asio::io_context io;
+    auto guard = asio::make_work_guard(io);
+    auto sink = std::make_shared<response_sink>(io.get_executor(), std::size_t{1} << 30);
+    std::vector<std::string> seen;
+    bool done = false;
+    // The home thread drains whatever has arrived, as a connection does between writes.
+    std::thread home([&] {
+      while (!done) {
+        io.run_one();
+        std::vector<sse_event> events;
+        sink->drain(events);
+        for (sse_event& e : events) seen.push_back(std::move(e.data));
+        if (sink->finished()) done = true;
+      }
+    });
+    constexpr int events = 2000;
+    for (int i = 0; i < events; ++i) sink->push({std::string(), std::to_string(i)});
+    sink->finish();
+    home.join();
+    REQUIRE(seen.size() == events);
+    for (int i = 0; i < events; ++i) CHECK(seen[static_cast<std::size_t>(i)] == std::to_string(i));
   }
 
   TEST_CASE("a store that keeps events here: the sink has them at once") {

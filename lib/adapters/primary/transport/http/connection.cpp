@@ -607,13 +607,13 @@ task<void> connection::linger() {
 bool connection::should_move() const noexcept {
   if (!(streak_ >= move_after_ && !tls_ && core_.opts().follow_sessions && preferred_ < core_.shards.size() && !closing_))
     return false;
-  if (streamed_) return true;
   // Following saves each request two hand-offs, but not when it piles work onto a shard
   // already carrying clearly more than this one: then the other thread idles (one
   // session shared by every connection). "Clearly": by more than an eighth, and by more
-  // than a few connections, so that a lightly used server always follows. An event
-  // stream's hand-off costs three posts back, not one: measured, following wins there
-  // even onto the busier shard (docs/benchmarks.md, "One session, many connections").
+  // than a few connections, so that a lightly used server always follows. Event-stream
+  // answers too: since their sink's calls from afar travel in one post
+  // (`response_sink::from_afar`), handing them off beat following onto the busier shard
+  // (docs/benchmarks.md, "Event streams handed off in one post").
   const std::uint32_t there = core_.shards[preferred_]->load.weight();
   const std::uint32_t here = home_.load(std::memory_order_relaxed)->load.weight();
   return there < here + std::max<std::uint32_t>(4, here / 8);

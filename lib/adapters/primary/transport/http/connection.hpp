@@ -287,13 +287,10 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// Tells the connection which shard served the request it just carried (the shard of
   /// its session). Three in a row on one other shard, and the connection moves there
   /// before it reads its next request (`options::follow_sessions`); more for a
-  /// connection that moved a short while ago (`move_socket`).
-  /// `streamed`: the request was answered as an event stream, whose hand-off costs three
-  /// posts back (its verdict, its event, its end) against a JSON answer's one; such a
-  /// connection follows its session even to a busier shard (`should_move`).
-  void prefer_shard(std::size_t index, bool streamed) noexcept {
+  /// connection that moved a short while ago (`move_socket`), and none onto a shard
+  /// that already carries clearly more work (`should_move`).
+  void prefer_shard(std::size_t index) noexcept {
     if (served_since_move_ < ~0u) ++served_since_move_;
-    streamed_ = streamed;
     if (index != serving_) count_serving(index);
     if (index == home().index) {
       streak_ = 0;
@@ -430,8 +427,6 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// The shard of the session this connection's latest request went to, counted in
   /// that shard's `load.serving` (none yet: the listener's shard count).
   std::size_t serving_ = ~std::size_t{0};
-  /// Whether the latest request that named a session was answered as an event stream.
-  bool streamed_ = false;
   /// Moves this connection's count in `shard::load_counts::serving` to shard `index`
   /// (an index past the shards: counted nowhere, as when the connection ends).
   void count_serving(std::size_t index) noexcept;

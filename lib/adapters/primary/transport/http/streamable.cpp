@@ -353,7 +353,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
     entry->last_used = now_ns();
     // The connection follows a session it keeps serving (options::follow_sessions), as
     // below.
-    c.prefer_shard(entry->shard, false);
+    c.prefer_shard(entry->shard);
     co_return keep;
   }
   const ir::request_id request_id = msg.id();
@@ -401,7 +401,7 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   --entry->active;
   entry->last_used = now_ns();
   // The connection follows a session it keeps serving (options::follow_sessions).
-  c.prefer_shard(entry->shard, !json_mode);
+  c.prefer_shard(entry->shard);
   co_return keep;
 }
 

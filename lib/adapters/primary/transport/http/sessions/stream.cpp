@@ -14,17 +14,13 @@ response_sink::response_sink(asio::any_io_executor home, std::size_t max_queued)
     : home_(std::move(home)), max_queued_(max_queued) {}
 
 void response_sink::push(sse_event e, bool replayed) {
-  // Directly when the session and the connection share a shard (the common case), one
-  // post otherwise. Directly, not through dispatch_on's closure: the closure's
-  // reference on the sink and the moves of the event into it and out again cost about
-  // 570 instructions of an event-stream answer (two events), a tenth of what it cost
-  // over a JSON one (docs/benchmarks.md). The caller holds the sink meanwhile.
+  // Directly when the session and the connection share a shard (the common case).
+  // Directly, not through a closure: the closure's reference on the sink and the moves
+  // of the event into it and out again cost about 570 instructions of an event-stream
+  // answer (two events), a tenth of what it cost over a JSON one (docs/benchmarks.md).
+  // The caller holds the sink meanwhile.
   if (runs_here(home_)) return take(std::move(e), replayed);
-  // Posted to the sink's shard (or, on an executor that is not an io_context's, as
-  // dispatch_on would have run it: the order against reject and release stays theirs).
-  detail::dispatch_on(home_, [self = shared_from_this(), e = std::move(e), replayed]() mutable {
-    self->take(std::move(e), replayed);
-  });
+  from_afar(remote_call{replayed ? remote_call::kind::push_replayed : remote_call::kind::push, 0, 0, std::move(e)});
 }
 
 void response_sink::take(sse_event&& e, bool replayed) {
@@ -48,13 +44,47 @@ void response_sink::take(sse_event&& e, bool replayed) {
   wake();
 }
 
-void response_sink::on_home(void (response_sink::*act)()) {
-  // As push: directly on the sink's own shard, a closure only to reach another.
-  if (runs_here(home_)) return (this->*act)();
-  detail::dispatch_on(home_, [self = shared_from_this(), act] { ((*self).*act)(); });
+void response_sink::from_afar(remote_call&& c) {
+  bool post = false;
+  {
+    const std::lock_guard<std::mutex> lock(inbox_mutex_);
+    // The four calls of a request answered elsewhere, in one block.
+    if (inbox_.capacity() == 0) inbox_.reserve(4);
+    inbox_.push_back(std::move(c));
+    post = !std::exchange(inbox_posted_, true);
+  }
+  if (post) detail::post_on(home_, [self = shared_from_this()] { self->run_inbox(); });
 }
 
-void response_sink::finish() { on_home(&response_sink::finish_here); }
+void response_sink::run_inbox() {
+  running_.clear();
+  {
+    const std::lock_guard<std::mutex> lock(inbox_mutex_);
+    running_.swap(inbox_);
+    // Cleared with the swap: a call queued while these run posts a run of its own, which
+    // runs after these (one shard's posts run in order).
+    inbox_posted_ = false;
+  }
+  for (remote_call& c : running_) run(c);
+}
+
+void response_sink::run(remote_call& c) {
+  using k = remote_call::kind;
+  switch (c.what) {
+    case k::push: return take(std::move(c.event), false);
+    case k::push_replayed: return take(std::move(c.event), true);
+    case k::finish: return finish_here();
+    case k::accept: return accept_here();
+    case k::release: return release_here();
+    case k::reject: return reject_here(c.status, std::move(c.event.data));
+    case k::answer_status: return answer_status_here(c.status, c.retry_after);
+  }
+}
+
+void response_sink::finish() {
+  if (runs_here(home_)) return finish_here();
+  from_afar(remote_call{remote_call::kind::finish});
+}
 
 void response_sink::finish_here() {
   finished_ = true;
@@ -62,14 +92,20 @@ void response_sink::finish_here() {
   wake();
 }
 
-void response_sink::accept() { on_home(&response_sink::accept_here); }
+void response_sink::accept() {
+  if (runs_here(home_)) return accept_here();
+  from_afar(remote_call{remote_call::kind::accept});
+}
 
 void response_sink::accept_here() {
   accepted_ = true;
   wake();
 }
 
-void response_sink::release() { on_home(&response_sink::release_here); }
+void response_sink::release() {
+  if (runs_here(home_)) return release_here();
+  from_afar(remote_call{remote_call::kind::release});
+}
 
 void response_sink::release_here() {
   held_ = false;
@@ -77,18 +113,24 @@ void response_sink::release_here() {
 }
 
 void response_sink::reject(int status, std::string message) {
-  detail::dispatch_on(home_, [self = shared_from_this(), status, m = std::move(message)]() mutable {
-    self->rejected_status_ = status;
-    self->rejected_message_ = std::move(m);
-    self->wake();
-  });
+  if (runs_here(home_)) return reject_here(status, std::move(message));
+  from_afar(remote_call{remote_call::kind::reject, status, 0, sse_event{{}, std::move(message)}});
+}
+
+void response_sink::reject_here(int status, std::string&& message) {
+  rejected_status_ = status;
+  rejected_message_ = std::move(message);
+  wake();
 }
 
 void response_sink::set_answer_status(int status, int retry_after) {
-  detail::dispatch_on(home_, [self = shared_from_this(), status, retry_after] {
-    self->answer_status_ = status;
-    self->answer_retry_after_ = retry_after;
-  });
+  if (runs_here(home_)) return answer_status_here(status, retry_after);
+  from_afar(remote_call{remote_call::kind::answer_status, status, retry_after});
+}
+
+void response_sink::answer_status_here(int status, int retry_after) noexcept {
+  answer_status_ = status;
+  answer_retry_after_ = retry_after;
 }
 
 void response_sink::waiter::await_suspend(std::coroutine_handle<> h) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,8 +44,9 @@ struct sse_event {
 ///
 /// Why a queue on the connection's shard: the session may run on another shard, and the
 /// socket must be written by exactly one coroutine.
-/// Invariants: all state changes happen on `home_`'s thread (every entry point
-/// dispatches there). What waits for the reader is bounded by `max_queued`: an event
+/// Invariants: all state changes happen on `home_`'s thread: a call from another shard
+/// is queued in the sink's inbox, and one post runs the inbox there in the order of the
+/// calls (`from_afar`). What waits for the reader is bounded by `max_queued`: an event
 /// pushed while more than that waits already aborts the connection (a client that
 /// stopped reading must not grow our memory), and the logical stream stays resumable from
 /// the store. The bound is on a backlog, not on one event (so at most `max_queued` plus
@@ -124,14 +126,42 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
     // wait, or the connection would spin without letting the verdict's handler run.
     return for_verdict ? settled() : !queue_.empty() || finished_;
   }
-  /// What `push`, `finish`, `accept` and `release` do, on the home shard.
+  /// A call made from another shard, kept until the home shard runs it.
+  struct remote_call {
+    enum class kind : std::uint8_t { push, push_replayed, finish, accept, release, reject, answer_status };
+    explicit remote_call(kind w, int s = 0, int r = 0, sse_event e = {}) noexcept
+        : what(w), status(s), retry_after(r), event(std::move(e)) {}
+    kind what;
+    int status;       ///< reject, answer_status
+    int retry_after;  ///< answer_status
+    sse_event event;  ///< push (reject: the message, in `data`)
+  };
+
+  /// What each entry point does, on the home shard.
   void take(sse_event&& e, bool replayed);
   void finish_here();
   void accept_here();
   void release_here();
-  /// Runs `act` on the home shard: at once when the caller is there, else through one
-  /// closure that holds the sink.
-  void on_home(void (response_sink::*act)());
+  void reject_here(int status, std::string&& message);
+  void answer_status_here(int status, int retry_after) noexcept;
+  void run(remote_call& c);
+  /// Queues `c` for the home shard; the first call since the inbox was last run posts
+  /// its run. Why an inbox and not a closure per call: a request answered on another
+  /// shard's session hands its sink the priming event, the answer, the end and the
+  /// verdict one after another, four posts (each a scheduler lock and a wake of the
+  /// connection's thread) that one post now carries; and one queue keeps the calls'
+  /// order, whichever of them they are.
+  void from_afar(remote_call&& c);
+  /// Runs what the inbox holds (on the home shard).
+  void run_inbox();
+
+  /// Guards `inbox_` and `inbox_posted_`, the only members another shard touches.
+  std::mutex inbox_mutex_;
+  std::vector<remote_call> inbox_;
+  bool inbox_posted_ = false;
+  /// The calls being run (home shard only); swapped with `inbox_`, so that both keep
+  /// their capacity.
+  std::vector<remote_call> running_;
   /// Resumes the waiter if what it waits for has happened (`force`: its timeout passed).
   /// Always through a post: the caller may be the session in the middle of a send, and
   /// the connection's next step must not run inside it.
