@@ -351,6 +351,9 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
       return;
     }
   } else if (chain) {
+    // A chain may pass the request on after the params are gone: the binding is taken
+    // now.
+    record.round_side.take_binding(method, params);
     // With middleware, the chain runs as a task of its own and ends in `serve_method`.
     const middleware::detail::terminal last{&record, [](void* host, middleware::request& req) {
                                               runner_call& rec = *static_cast<runner_call*>(host);
@@ -399,11 +402,17 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   // The completion finds its entry by the key in the table's own node: only it erases
   // the entry of a spawned request, so the key is there until then (and copying it
   // would allocate for a long string id).
+  runner_call* const outer = std::exchange(admitting, &record);
   start(executor, std::move(std::get<1>(outcome)),
         [self = self.shared_from_this(), key_in_node = &node_key, rec = &record](std::exception_ptr failure,
                                                                                  detail::reply r) {
           finish_spawned(self, key_in_node, rec, std::move(failure), std::move(r));
         });
+  const bool running = admitting == &record;
+  admitting = outer;
+  // Still running (it waits, or its first step was posted): its state may be sealed
+  // later, when the params are gone, so the binding is taken from them now.
+  if (running) record.round_side.take_binding(method, params);
 }
 
 std::variant<detail::reply, task<detail::reply>> request_runner::impl::serve_method(std::string_view method,
@@ -452,6 +461,7 @@ void request_runner::impl::finish_spawned(const std::shared_ptr<request_runner>&
                                           const ir::request_id* key_in_node, runner_call* rec,
                                           std::exception_ptr failure, detail::reply r) {
   impl& st = *self->impl_;
+  if (st.admitting == rec) st.admitting = nullptr;  // it ended in its first step
   // Out of the table first (as before any answer), but kept alive until the answer is
   // sent: the node holds the id and peer the answer needs. A frame kept for a retry
   // that never came ends in the kept table.

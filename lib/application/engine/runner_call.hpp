@@ -198,7 +198,9 @@ struct request_runner::impl {
     /// The memory a replay starts with (null: a first round, nothing to remember).
     std::unique_ptr<detail::round_memory> memory;
     std::uint32_t round = 0;
-    std::uint64_t binding = 0;
+    /// `request_binding` of the request, when the plan needed it (a state to check, a
+    /// replay); otherwise `admit` takes it later, only for a request still running.
+    std::optional<std::uint64_t> binding;
     /// The kept frame the retry resumes, taken out of the kept table (empty: replay).
     table::node_type resume;
     /// The runner (another shard) that keeps the frame the retry resumes: the retry is
@@ -312,6 +314,11 @@ struct request_runner::impl {
   /// Requests that became tasks, by task id, while their tools run. Same node type as
   /// `in_flight`: a request moves here without moving in memory.
   table tasks;
+  /// The request whose first step `admit` is running, or null: `finish_spawned` clears
+  /// it when that request ends in it. Why: a request still running once admitted needs
+  /// its binding taken from params that live only until then, and one that ended (most
+  /// do) needs none (`admit`).
+  runner_call* admitting = nullptr;
   /// The session's own stream (2025: the GET stream, or stdio), for what a task sends
   /// when no `tasks/result` waits: progress, logs, status notifications.
   std::shared_ptr<outbound> standalone;

@@ -26,6 +26,7 @@
 /// in the same place gets the recorded answer at once, and one whose question changed
 /// (another message, another schema) is asked again.
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -133,6 +134,10 @@ void detail::round_questions::ask(std::int64_t id, std::string_view method, std:
   call.schedule_flush();
 }
 
+void detail::round_questions::take_binding(std::string_view method, const ir::json_node* params) {
+  if (rounds && !binding) binding = detail::request_binding(method, params);
+}
+
 void runner_call::schedule_flush() {
   if (round_side.flush_posted) return;
   round_side.flush_posted = true;
@@ -197,7 +202,6 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
                                                                   const ir::json_node* params,
                                                                   const peer_info& peer) {
   retry_plan plan;
-  plan.binding = detail::request_binding(method, params);
   if (!params) return plan;
   detail::retry_input input;
   if (auto bad = detail::read_retry_input(*params, input)) {
@@ -225,7 +229,8 @@ request_runner::impl::retry_plan request_runner::impl::plan_retry(request_runner
                      " s to answer, server_options::multi_round.state_ttl): send the request again without it";
       return plan;
     }
-    if (st.binding != plan.binding) {
+    plan.binding = detail::request_binding(method, params);
+    if (st.binding != *plan.binding) {
       plan.refusal = "Invalid params: requestState belongs to another request (its method, name, arguments or URI "
                      "differ): a state may only come back with the request it answered";
       return plan;
@@ -458,7 +463,10 @@ void request_runner::impl::flush(const ir::request_id& key, runner_call* expecte
 
   detail::round_state st;
   st.expires_ms = now_ms() + o.state_ttl.count();
-  st.binding = c.round_side.binding;
+  // Always taken by now: a question is asked by a request still running once admitted,
+  // and a replayed or resumed one brings it (`admit`).
+  assert(c.round_side.binding);
+  st.binding = c.round_side.binding.value_or(0);
   st.principal = detail::stable_hash(c.peer->principal);
   st.instance = rounds.instance();
   st.frame = keeping ? c.round_side.frame : 0;

@@ -87,7 +87,15 @@ struct round_questions final : question_carrier {
   std::uint32_t round = 0;
   /// The kept frame's name, minted when the first round is answered.
   std::uint64_t frame = 0;
-  std::uint64_t binding = 0;
+  /// `request_binding` of the request: what its sealed state names, so that the state
+  /// comes back only with the request it answered. Taken while the params are there, in
+  /// `admit`, and only for a request that did not end in its first step: hashing the
+  /// params of every tools/call cost about 960 instructions of a 2026 request
+  /// (docs/benchmarks.md), for a state that few requests ever seal.
+  std::optional<std::uint64_t> binding;
+  /// Takes `binding` from the request's method and params when this request may seal a
+  /// state and has none yet; nothing otherwise.
+  void take_binding(std::string_view method, const ir::json_node* params);
   std::vector<detail::pending_question> pending;
   std::unique_ptr<detail::round_memory> remembered;
   /// Lets a kept frame go when its time to live passes.

@@ -134,6 +134,15 @@ void register_tools(droid::server& srv, counters& n) {
         (answer ? "answered" : "not answered");
   });
   srv.tool("greet", "Asks nothing", [](droid::tool_context&) -> droid::task<std::string> { co_return "hi"; });
+  // Suspends before it asks: its question is asked once the request's params are gone.
+  srv.tool("wait_then_ask", "Waits, then asks the user's name",
+           [&n](droid::tool_context& ctx) -> droid::task<std::string> {
+             ++n.starts;
+             (void)co_await ctx.sleep(std::chrono::steady_clock::duration::zero());
+             auto answer = co_await ctx.elicit<name_form>("What is your name?", "user_name");
+             if (!answer) co_return "no answer: " + answer.error().message;
+             co_return "Hello " + (answer->content ? answer->content->name : std::string("nobody"));
+           });
   srv.prompt(droid::prompt_info{.name = "with_context", .description = "Asks for context"},
              [](droid::tool_context& ctx, droid::prompt_arguments) -> droid::task<droid::prompt_result> {
                auto answer = co_await ctx.elicit<name_form>("Whose prompt?", "owner");
@@ -348,6 +357,23 @@ TEST_SUITE("application/rounds") {
       // The first instance still holds its frame, and resumes it.
       CHECK(text_of(first.send(call(3, "ask_name", answer))) == "Hello Bo");
       CHECK(first.n.starts == 1);
+    }
+    CHECK(droid::live_frames() == 0);
+  }
+
+  TEST_CASE("a tool that asks only after it waited binds its state to its request all the same") {
+    // The binding is taken from the params while the request is admitted, and only for
+    // one still running then; this tool asks after the params are gone.
+    {
+      fixture f;
+      const std::string args = R"({"x":1})";
+      const std::string state = state_of(f.send(call(1, "wait_then_ask", "", args)));
+      const std::string answers = R"({"user_name":)" + accepted("name", "Bo") + "}";
+      const auto other_args = f.send(call(2, "wait_then_ask", retry(answers, state), R"({"x":2})"));
+      CHECK(code_of(other_args) == -32602);
+      CHECK(message_of(other_args).find("another request") != std::string::npos);
+      CHECK(text_of(f.send(call(3, "wait_then_ask", retry(answers, state), args))) == "Hello Bo");
+      CHECK(f.n.starts == 1);
     }
     CHECK(droid::live_frames() == 0);
   }
