@@ -10,7 +10,7 @@
 ///     -------------                                  ----------------
 ///     session --send--> logical_stream --record--> event_store
 ///                            |  (attached sink, if any)
-///                            +--push(id, data)--dispatch-->  response_sink queue --> socket
+///                            +--push(id, data)--inbox----->  response_sink queue --> socket
 ///     client reconnects with Last-Event-ID: replay from the store into a new sink, then
 ///     attach it; a sink whose connection died is detached and events keep being recorded.
 #pragma once
