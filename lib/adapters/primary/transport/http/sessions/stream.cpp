@@ -48,10 +48,11 @@ void response_sink::from_afar(remote_call&& c) {
   bool post = false;
   {
     const std::lock_guard<std::mutex> lock(inbox_mutex_);
+    // An empty inbox has no run posted (the run empties it under this lock).
+    post = inbox_.empty();
     // The four calls of a request answered elsewhere, in one block.
     if (inbox_.capacity() == 0) inbox_.reserve(4);
     inbox_.push_back(std::move(c));
-    post = !std::exchange(inbox_posted_, true);
   }
   if (post) detail::post_on(home_, [self = shared_from_this()] { self->run_inbox(); });
 }
@@ -60,10 +61,9 @@ void response_sink::run_inbox() {
   running_.clear();
   {
     const std::lock_guard<std::mutex> lock(inbox_mutex_);
+    // Emptied with the swap: a call queued while these run posts a run of its own,
+    // which runs after these (one shard's posts run in order).
     running_.swap(inbox_);
-    // Cleared with the swap: a call queued while these run posts a run of its own, which
-    // runs after these (one shard's posts run in order).
-    inbox_posted_ = false;
   }
   for (remote_call& c : running_) run(c);
 }
@@ -81,10 +81,12 @@ void response_sink::run(remote_call& c) {
   }
 }
 
-void response_sink::finish() {
-  if (runs_here(home_)) return finish_here();
-  from_afar(remote_call{remote_call::kind::finish});
+void response_sink::on_home(remote_call&& c) {
+  if (runs_here(home_)) return run(c);
+  from_afar(std::move(c));
 }
+
+void response_sink::finish() { on_home(remote_call{remote_call::kind::finish}); }
 
 void response_sink::finish_here() {
   finished_ = true;
@@ -92,20 +94,14 @@ void response_sink::finish_here() {
   wake();
 }
 
-void response_sink::accept() {
-  if (runs_here(home_)) return accept_here();
-  from_afar(remote_call{remote_call::kind::accept});
-}
+void response_sink::accept() { on_home(remote_call{remote_call::kind::accept}); }
 
 void response_sink::accept_here() {
   accepted_ = true;
   wake();
 }
 
-void response_sink::release() {
-  if (runs_here(home_)) return release_here();
-  from_afar(remote_call{remote_call::kind::release});
-}
+void response_sink::release() { on_home(remote_call{remote_call::kind::release}); }
 
 void response_sink::release_here() {
   held_ = false;
@@ -113,8 +109,7 @@ void response_sink::release_here() {
 }
 
 void response_sink::reject(int status, std::string message) {
-  if (runs_here(home_)) return reject_here(status, std::move(message));
-  from_afar(remote_call{remote_call::kind::reject, status, 0, sse_event{{}, std::move(message)}});
+  on_home(remote_call{remote_call::kind::reject, status, 0, sse_event{{}, std::move(message)}});
 }
 
 void response_sink::reject_here(int status, std::string&& message) {
@@ -124,8 +119,7 @@ void response_sink::reject_here(int status, std::string&& message) {
 }
 
 void response_sink::set_answer_status(int status, int retry_after) {
-  if (runs_here(home_)) return answer_status_here(status, retry_after);
-  from_afar(remote_call{remote_call::kind::answer_status, status, retry_after});
+  on_home(remote_call{remote_call::kind::answer_status, status, retry_after});
 }
 
 void response_sink::answer_status_here(int status, int retry_after) noexcept {

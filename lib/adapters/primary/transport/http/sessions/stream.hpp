@@ -145,6 +145,10 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   void reject_here(int status, std::string&& message);
   void answer_status_here(int status, int retry_after) noexcept;
   void run(remote_call& c);
+  /// Runs `c` at once on the home shard, else through the inbox. Every entry point but
+  /// `push` goes through it; `push` takes its event directly, since a request's events
+  /// are the hot path and `remote_call` would move each once more.
+  void on_home(remote_call&& c);
   /// Queues `c` for the home shard; the first call since the inbox was last run posts
   /// its run. Why an inbox and not a closure per call: a request answered on another
   /// shard's session hands its sink the priming event, the answer, the end and the
@@ -155,10 +159,10 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   /// Runs what the inbox holds (on the home shard).
   void run_inbox();
 
-  /// Guards `inbox_` and `inbox_posted_`, the only members another shard touches.
+  /// Guards `inbox_`, the only member another shard touches. A run is posted exactly
+  /// while the inbox is not empty.
   std::mutex inbox_mutex_;
   std::vector<remote_call> inbox_;
-  bool inbox_posted_ = false;
   /// The calls being run (home shard only); swapped with `inbox_`, so that both keep
   /// their capacity.
   std::vector<remote_call> running_;
