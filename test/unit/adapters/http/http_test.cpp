@@ -340,6 +340,27 @@ TEST_SUITE("adapters/http") {
     CHECK(c.read_response()->status == 406);
   }
 
+  TEST_CASE("an Accept other than the SDKs' usual value is read range by range (q=0 refuses, */* admits)") {
+    // The usual value is compared whole before any parsing: these must still reach it.
+    server_fixture f;
+    const std::pair<const char*, int> cases[] = {
+        {"application/json;q=0, text/event-stream", 406}, {"text/event-stream, application/json;q=0.0", 406},
+        {"text/event-stream", 406},                        {"text/event-stream, application/*", 200},
+        {"*/*", 200},                                      {"TEXT/EVENT-STREAM;q=0.5, Application/JSON", 200},
+        {"application/json,text/event-stream", 200}};
+    for (const auto& item : cases) {
+      const char* accept = item.first;  // named: clang 14 cannot CAPTURE a structured binding
+      const int status = item.second;
+      CAPTURE(accept);
+      raw_connection c(f.port());
+      c.send(std::string("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: ") +
+             accept + "\r\nContent-Length: " + std::to_string(initialize_body.size()) + "\r\n\r\n" + initialize_body);
+      auto r = c.read_response();
+      REQUIRE(r);
+      CHECK(r->status == status);
+    }
+  }
+
   TEST_CASE("foreign Host or Origin values are 403 with a JSON-RPC body and run nothing (A1, A2)") {
     server_fixture f;
     for (const char* header : {"Host: evil.com\r\n", "Host: localhost.evil.com\r\n", "Host: 127.1\r\n",
