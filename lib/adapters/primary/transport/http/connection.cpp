@@ -706,8 +706,15 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
   // What one write sends (the head the first time, then the events drained as one chunk)
   // is sized first and built in one buffer: appending to strings that grew as they went,
   // and gathering the events apart before framing them, cost an answer on an event
-  // stream six allocations and a copy of every event (docs/benchmarks.md).
-  std::string out;
+  // stream six allocations and a copy of every event (docs/benchmarks.md). The buffer is
+  // the connection's own, which `reply` keeps between answers: one response is written
+  // at a time, and a buffer of the stream's own cost an allocation per request.
+  std::string& out = out_;
+  out.clear();
+  // A long stream's large buffer is not kept for the next answer (see `reply`).
+  const auto give_back_large = [this] {
+    if (out_.capacity() > kept_response_capacity) std::string().swap(out_);
+  };
   bool head_pending = !headers_sent;
   std::vector<sse_event> batch;
   const std::string retry = std::to_string(opts.retry_interval.count());
@@ -743,10 +750,14 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
     if (ending) out += last_chunk;
     if (sink->dead() || (!out.empty() && !co_await write(out))) {
       sink->kill();
+      give_back_large();
       co_return false;
     }
     out.clear();
-    if (ending) co_return !closing_;
+    if (ending) {
+      give_back_large();
+      co_return !closing_;
+    }
     co_await sink->wait(standalone ? clock_type::duration(opts.keep_alive_interval) : response_sink::forever);
   }
 }
