@@ -16,7 +16,7 @@ void memory_event_store::evict_front() {
     st.evicted = oldest.seq;
     // An unfinished stream that has nothing left here needs no state: its next event
     // brings it back with everything before marked evicted (see append).
-    if (--st.held == 0 && !st.finished) streams_.erase(it);
+    if (--st.held == 0 && !st.finished) drop(it);
   }
   pop_front();
 }
@@ -28,13 +28,26 @@ void memory_event_store::pop_front() {
   events_.pop_front();
 }
 
+std::pair<memory_event_store::stream_map::iterator, bool> memory_event_store::state_of(std::uint64_t stream) {
+  if (auto it = streams_.find(stream); it != streams_.end()) return {it, false};
+  if (spare_.empty()) return streams_.try_emplace(stream);
+  spare_.key() = stream;
+  spare_.mapped() = stream_state{};
+  return {streams_.insert(std::move(spare_)).position, true};
+}
+
+void memory_event_store::drop(stream_map::iterator it) {
+  if (spare_.empty()) spare_ = streams_.extract(it);
+  else streams_.erase(it);
+}
+
 void memory_event_store::forget_unkept(std::uint64_t stream, std::uint64_t seq) {
-  auto [it, fresh] = streams_.try_emplace(stream);
+  auto [it, fresh] = state_of(stream);
   stream_state& st = it->second;
   st.last = st.evicted = seq;
   // Nothing held, not finished: the state goes (see evict_front), and the stream's next
   // event brings it back with everything before marked evicted.
-  if (st.held == 0 && !st.finished) streams_.erase(it);
+  if (st.held == 0 && !st.finished) drop(it);
 }
 
 void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::string_view data) {
@@ -63,7 +76,7 @@ void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::st
   }
   events_.push_back(event{stream, seq, std::string(data)});
   bytes_ += data.size();
-  auto [it, fresh] = streams_.try_emplace(stream);
+  auto [it, fresh] = state_of(stream);
   // A stream seen again after its state went: what came before is gone, and a replay
   // from there must refuse rather than skip it.
   if (fresh) it->second.evicted = seq - 1;
@@ -73,7 +86,7 @@ void memory_event_store::append(std::uint64_t stream, std::uint64_t seq, std::st
 
 void memory_event_store::finish(std::uint64_t stream, std::uint64_t last_seq) {
   if (capacity_ == 0) return;
-  auto [it, fresh] = streams_.try_emplace(stream);
+  auto [it, fresh] = state_of(stream);
   stream_state& st = it->second;
   if (st.finished) return;
   // No events here (none sent, or all evicted): a client that saw `last_seq` can still
@@ -82,7 +95,7 @@ void memory_event_store::finish(std::uint64_t stream, std::uint64_t last_seq) {
   st.finished = true;
   finished_.push_back(stream);
   if (finished_.size() <= finished_cap_) return;
-  streams_.erase(finished_.front());
+  if (const auto gone = streams_.find(finished_.front()); gone != streams_.end()) drop(gone);
   finished_.pop_front();
   // The ring mostly holds streams in the order they finish: the forgotten stream's
   // events are usually at the front, and go now rather than at eviction.

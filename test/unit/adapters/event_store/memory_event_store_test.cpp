@@ -263,6 +263,30 @@ TEST_SUITE("adapters/event_store") {
     CHECK_FALSE(ok);
   }
 
+  TEST_CASE("a new stream's state starts empty, though it reuses a forgotten stream's node") {
+    // The store keeps the node of the last state that went, for the next new stream.
+    droid::memory_event_store store(8, 1);
+    store.append(1, 1, "a");
+    store.append(1, 2, "b");
+    store.finish(1, 2);
+    store.finish(2, 0);  // past the cap of one: stream 1's state goes, its node is kept
+    bool ok = true;
+    (void)replayed(store, 1, 0, &ok);
+    CHECK_FALSE(ok);
+    store.append(3, 1, "c");  // new: in stream 1's node
+    CHECK(replayed(store, 3, 0, &ok) == std::vector<std::string>{"1:c"});
+    CHECK(ok);
+    (void)replayed(store, 3, 2, &ok);  // beyond its last event, not stream 1's
+    CHECK_FALSE(ok);
+    // Stream 1 had finished; this one has not: its end counts, and stream 2 goes for it.
+    store.finish(3, 1);
+    CHECK(store.streams() == 1);
+    CHECK(replayed(store, 3, 0, &ok) == std::vector<std::string>{"1:c"});
+    CHECK(ok);
+    (void)replayed(store, 2, 0, &ok);
+    CHECK_FALSE(ok);
+  }
+
   TEST_CASE("a capacity of zero records nothing") {
     droid::memory_event_store store(0);
     store.append(1, 1, "a");

@@ -411,6 +411,7 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
 
 std::shared_ptr<response_sink> connection::make_sink() {
   auto sink = std::make_shared<response_sink>(socket_.get_executor(), core_.opts().max_queued_bytes);
+  if (spare_events_.capacity() != 0) sink->lend_queue(std::move(spare_events_));
   // A client that stops reading: close its connection rather than queue without bound;
   // it can resume from the store.
   sink->on_abort.target = weak_from_this();
@@ -756,6 +757,11 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
     out.clear();
     if (ending) {
       give_back_large();
+      // The vector the sink's events came in, for the next sink (see `make_sink`).
+      if (batch.capacity() != 0 && batch.capacity() <= kept_event_capacity) {
+        batch.clear();
+        spare_events_ = std::move(batch);
+      }
       co_return !closing_;
     }
     co_await sink->wait(standalone ? clock_type::duration(opts.keep_alive_interval) : response_sink::forever);

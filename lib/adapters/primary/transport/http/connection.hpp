@@ -442,6 +442,11 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// The response `reply` writes, kept from one request to the next up to
   /// `kept_response_capacity` (an allocation per request otherwise).
   std::string out_;
+  /// The event vector of the last event stream written here, emptied, lent to the next
+  /// sink (`make_sink`, `serve_events`): one allocation less per event-stream request.
+  std::vector<sse_event> spare_events_;
+  /// Larger vectors are not kept (an idle connection would hold them).
+  static constexpr std::size_t kept_event_capacity = 4;
   static constexpr std::size_t kept_response_capacity = 16 * 1024;
   bool local_is_loopback_ = false;
   std::string remote_address_;

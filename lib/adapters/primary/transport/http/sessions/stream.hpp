@@ -91,6 +91,10 @@ class response_sink : public std::enable_shared_from_this<response_sink> {
   waiter wait_settled() noexcept { return {*this, forever, true}; }
   /// Moves every queued event into `out` (cleared first), keeping both buffers' capacity.
   void drain(std::vector<sse_event>& out);
+  /// Queues in `spare` (an empty vector with room, the last drained stream's) from now
+  /// on: the events of a request's stream then need no allocation of their own. Before
+  /// anything is queued.
+  void lend_queue(std::vector<sse_event>&& spare) noexcept { queue_ = std::move(spare); }
   [[nodiscard]] bool finished() const noexcept { return finished_; }
   [[nodiscard]] bool dead() const noexcept { return dead_; }
   [[nodiscard]] bool settled() const noexcept { return !held_ && (accepted_ || rejected_status_ != 0); }
