@@ -1045,9 +1045,9 @@ async function pool(items, width, fn) {
 
 /// Opens the standalone event stream (GET) of session `sid`; resolves with the socket
 /// once the response's status line says 200, rejects otherwise.
-function openStream(port, sid) {
+function openStream(port, sid, localAddress = undefined) {
   return new Promise((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1');
+    const s = net.connect({ port, host: '127.0.0.1', localAddress });
     let head = '';
     const t = setTimeout(() => {
       s.destroy();
@@ -1362,13 +1362,19 @@ async function memorySection() {
     mem.kib_per_session = (mem.sessions_kib - mem.idle_kib) / Math.max(1, sids.length);
     log(`memory: idle ${mem.idle_kib} KiB, ${sids.length} sessions ${mem.sessions_kib} KiB ` +
       `(${mem.kib_per_session.toFixed(2)} KiB each, ${refused} refused)`);
-    // One standalone GET stream per session, all held open.
+    // One standalone GET stream per session, all held open. Each connection is its own,
+    // and one address may hold 1,024 (http::options::max_connections_per_address): the
+    // streams come from 16 loopback addresses (127.0.0.1-16, all of which reach the
+    // server on Linux), at most 625 each for 10,000 sessions, so the server runs with
+    // its default connection cap.
     const sockets = [];
     let failed = 0;
     let firstFailure = '';
+    let opened = 0;
     await pool(sids, 256, async (sid) => {
+      const from = `127.0.0.${1 + (opened++ % 16)}`;
       try {
-        sockets.push(await openStream(port, sid));
+        sockets.push(await openStream(port, sid, from));
       } catch (e) {
         ++failed;
         firstFailure ||= e.message;
