@@ -67,7 +67,7 @@ void start(const asio::any_io_executor& executor, task<detail::reply> work, Hand
 }  // namespace
 
 std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id& id, detail::reply&& r,
-                                             const peer_info& peer) const {
+                                             bool modern) const {
   if (r.framed) {
     const std::size_t n = r.result.size();
     send(to, std::move(r.result));
@@ -78,7 +78,7 @@ std::size_t request_runner::impl::send_reply(outbound* to, const ir::request_id&
     if (to && !closed && r.http_status() != 0) to->refuse_with_status(r.http_status(), r.retry_after());
     ir::append_error(buf, id, r.code, r.message(), r.data());
   } else {
-    frame_result(buf, id, r.result, peer);
+    frame_result(buf, id, r.result, modern);
   }
   const std::size_t n = buf.size();
   send(to, std::move(buf));
@@ -99,8 +99,8 @@ std::size_t request_runner::impl::send_error_to(outbound* to, const ir::request_
 /// rule for every method, and a handler that forgot it would make a result the
 /// client's schema rejects.
 void request_runner::impl::frame_result(std::string& buf, const ir::request_id& id, std::string_view result,
-                                        const peer_info& peer) const {
-  const std::string_view head = peer.is_modern() ? detail::core(srv).modern_result_members() : std::string_view();
+                                        bool modern) const {
+  const std::string_view head = modern ? detail::core(srv).modern_result_members() : std::string_view();
   buf.reserve(result.size() + head.size() + 40);
   if (head.empty() || result.size() < 2 || result.front() != '{') {
     ir::append_result(buf, id, result);
@@ -129,10 +129,10 @@ void request_runner::impl::frame_result(std::string& buf, const ir::request_id& 
 /// is served with none; params that do not parse get -32602).
 void request_runner::impl::admit(request_runner& self, ir::request_id key, const ir::message& msg,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
-                                 std::optional<peer_info> own_peer, std::shared_ptr<const request_origin> origin) {
+                                 peer_info* own_peer, std::shared_ptr<const request_origin> origin) {
   if (const ir::json_kind kind = msg.params_kind(); kind == ir::json_kind::absent || kind == ir::json_kind::null) {
-    admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer,
-          std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin));
+    admit(self, std::move(key), msg.method(), msg.id(), nullptr, std::move(stream), finish_stream, peer, own_peer,
+          std::nullopt, msg.text().size(), std::move(origin));
     return;
   }
   std::string_view detail;
@@ -141,8 +141,8 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, const
       msg,
       [&](const ir::json_node& node) {
         ran = true;
-        admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer,
-              std::move(own_peer), std::nullopt, msg.text().size(), std::move(origin), &msg);
+        admit(self, std::move(key), msg.method(), msg.id(), &node, std::move(stream), finish_stream, peer, own_peer,
+              std::nullopt, msg.text().size(), std::move(origin), &msg);
       },
       &detail);
   if (ec && !ran) {
@@ -228,7 +228,7 @@ void runner_call::cancel_exchange(std::int64_t exchange_id) {
 void request_runner::impl::admit(request_runner& self, ir::request_id key, std::string_view method,
                                  const ir::request_id& id, const ir::json_node* params,
                                  std::shared_ptr<outbound> stream, bool finish_stream, const peer_info* peer,
-                                 std::optional<peer_info> own_peer, std::optional<retry_plan> preplanned,
+                                 peer_info* own_peer, std::optional<retry_plan> preplanned,
                                  std::size_t bytes_in, std::shared_ptr<const request_origin> origin,
                                  const ir::message* source, std::string_view params_text) {
   // The stream is kept here until the request is over, whatever the path below; declared
@@ -307,7 +307,7 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   }
   const ir::request_id& node_key = slot->first;
   if (own_peer) {
-    record.own_peer = std::move(own_peer);
+    record.own_peer = std::move(*own_peer);
     record.peer = &*record.own_peer;
   } else {
     record.peer = peer;
@@ -317,16 +317,15 @@ void request_runner::impl::admit(request_runner& self, ir::request_id key, std::
   if (record.peer->is_modern()) record.carrier = &record.round_side;
   record.observed = detail::observe(srv, method, params, *record.peer, bytes_in);
   // A request answered at once leaves the table before its answer goes out, as one
-  // answered later does; its peer is taken out of the record first (`id` is the
+  // answered later does; what framing needs of its peer is read first (`id` is the
   // caller's and stays valid).
   auto retire_and_reply = [&](detail::reply r) {
-    std::optional<peer_info> held = std::move(record.own_peer);
+    const bool modern = record.peer->is_modern();
     std::unique_ptr<detail::observation> seen = std::move(record.observed);
-    const peer_info& who = held ? *held : *record.peer;
     in_flight.erase(node_key);
     const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
     const std::int64_t code = r.code;
-    const std::size_t n = send_reply(to, id, std::move(r), who);
+    const std::size_t n = send_reply(to, id, std::move(r), modern);
     if (seen) seen->end(outcome, code, n);
   };
   std::shared_ptr<const middleware::detail::chain> chain = detail::core(srv).middleware();
@@ -451,7 +450,7 @@ task<detail::reply> request_runner::impl::through_chain(middleware::request req,
     // A rewritten tool result: framed for the request, as the tool's own is (a task's
     // record takes it out of the same frame).
     std::string buf;
-    frame_result(buf, record.id, r.result, *record.peer);
+    frame_result(buf, record.id, r.result, record.peer->is_modern());
     r = detail::reply::framed_result(std::move(buf), r.tool_error);
   }
   co_return r;
@@ -491,12 +490,12 @@ void request_runner::impl::finish_spawned(const std::shared_ptr<request_runner>&
     }
     c.observe_end(request_outcome::error, static_cast<std::int64_t>(ir::errc::internal_error),
                   st.send_reply(to.get(), c.id, detail::reply::error(ir::errc::internal_error, "Internal error"),
-                                *c.peer));
+                                c.peer->is_modern()));
     return;
   }
   const request_outcome outcome = detail::outcome_of(r.is_error(), r.tool_error);
   const std::int64_t code = r.code;
-  c.observe_end(outcome, code, st.send_reply(to.get(), c.id, std::move(r), *c.peer));
+  c.observe_end(outcome, code, st.send_reply(to.get(), c.id, std::move(r), c.peer->is_modern()));
 }
 
 request_runner::request_runner(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -513,18 +512,18 @@ std::shared_ptr<request_runner> request_runner::create(server& srv, asio::any_io
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
                            const peer_info& peer, std::shared_ptr<const request_origin> origin) {
-  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, &peer, std::nullopt, std::move(origin));
+  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, &peer, nullptr, std::move(origin));
 }
 
 void request_runner::serve(ir::request_id key, ir::message msg, std::shared_ptr<outbound> stream, bool finish_stream,
                            peer_info&& peer) {
-  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, nullptr, std::move(peer));
+  impl_->admit(*this, std::move(key), msg, std::move(stream), finish_stream, nullptr, &peer);
 }
 
 void request_runner::serve_parsed(ir::request_id key, std::string_view method, const ir::request_id& id,
                                   const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
                                   peer_info&& peer, std::size_t bytes_in, const ir::message* source) {
-  impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
+  impl_->admit(*this, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, &peer,
                std::nullopt, bytes_in, {}, source);
 }
 
@@ -540,7 +539,7 @@ std::size_t request_runner::send_error(outbound* to, const std::optional<ir::req
 std::size_t request_runner::send_result(outbound* to, const ir::request_id& id, std::string_view result_json,
                                         const peer_info& peer) const {
   std::string buf;
-  impl_->frame_result(buf, id, result_json, peer);
+  impl_->frame_result(buf, id, result_json, peer.is_modern());
   const std::size_t n = buf.size();
   impl_->send(to, std::move(buf));
   return n;

@@ -186,8 +186,11 @@ struct request_runner::impl {
     if (!closed && to) to->send(std::move(text));
   }
   /// Returns the bytes sent (what the observer is told).
-  std::size_t send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, const peer_info& peer) const;
-  void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, const peer_info& peer) const;
+  /// `modern`: the request is of the 2026-07-28 era (its results carry that era's
+  /// members). A flag, not the peer: a request answered at once is out of the table,
+  /// peer and all, before its answer is framed.
+  std::size_t send_reply(outbound* to, const ir::request_id& id, detail::reply&& r, bool modern) const;
+  void frame_result(std::string& buf, const ir::request_id& id, std::string_view result, bool modern) const;
   /// Returns the bytes sent.
   std::size_t send_error_to(outbound* to, const ir::request_id& id, ir::errc code, std::string_view text) const;
 
@@ -210,14 +213,18 @@ struct request_runner::impl {
     /// The state carries no transcript: without its frame it cannot be replayed.
     bool frame_only = false;
   };
+  /// `peer`: a peer the caller keeps (a 2025 session's), or else `own_peer`: the
+  /// request's own, which the admission moves from into the record (or into the resumed
+  /// or forwarded request). Why a pointer and not an optional by value: each by-value
+  /// step was a move and a destruction of every member of a `peer_info` per request.
   void admit(request_runner& self, ir::request_id key, const ir::message& msg, std::shared_ptr<outbound> stream,
-             bool finish_stream, const peer_info* peer, std::optional<peer_info> own_peer,
+             bool finish_stream, const peer_info* peer, peer_info* own_peer,
              std::shared_ptr<const request_origin> origin = {});
   /// `preplanned`: the retry was planned already (a retry another shard handed over
   /// whose frame is gone), so its state is not opened again.
   void admit(request_runner& self, ir::request_id key, std::string_view method, const ir::request_id& id,
              const ir::json_node* params, std::shared_ptr<outbound> stream, bool finish_stream,
-             const peer_info* peer, std::optional<peer_info> own_peer,
+             const peer_info* peer, peer_info* own_peer,
              std::optional<retry_plan> preplanned = std::nullopt, std::size_t bytes_in = 0,
              std::shared_ptr<const request_origin> origin = {}, const ir::message* source = nullptr,
              std::string_view params_text = {});

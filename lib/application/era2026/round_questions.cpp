@@ -419,7 +419,7 @@ void request_runner::impl::take_forwarded(request_runner& self, std::uint64_t fr
     plan.round = round;
     if (frame_only) plan.refusal = std::string(frame_only_refusal);
     plan.memory = std::move(memory);
-    admit(self, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, std::move(peer),
+    admit(self, std::move(key), method, id, params, std::move(stream), finish_stream, nullptr, &peer,
           std::move(plan), 0, {}, nullptr, params_text);
   };
   if (params_text.empty()) {
