@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include <asio/io_context.hpp>
+
+#include "adapters/primary/transport/http/sessions/sessions.hpp"
 #include "auth_fixture.hpp"
 
 using namespace droid::test::auth;
@@ -39,6 +42,33 @@ std::string in_session(const std::string& sid, std::string_view token) {
 }  // namespace
 
 TEST_SUITE("adapters/http") {
+  TEST_CASE("tenants: a new session whose id is taken already is refused, and the session holding it is left alone") {
+    // Two random 128-bit ids do not collide in practice; if they did, answering
+    // "admitted" would give the new client the other client's session.
+    asio::io_context io;
+    droid::server_options quiet;
+    quiet.log = [](std::string_view) {};
+    droid::server srv({.name = "ids", .version = "1"}, quiet);
+    droid::http::detail::session_table table;
+    table.spread_over(1);
+    using admission = droid::http::detail::session_table::admission;
+    auto first = droid::http::detail::session_entry::create(srv, io.get_executor(), nullptr);
+    first->tenant = "a";
+    REQUIRE(table.insert(first, 10, 1) == admission::admitted);
+    auto second = droid::http::detail::session_entry::create(srv, io.get_executor(), nullptr);
+    second->id = first->id;
+    second->tenant = "b";
+    CHECK(table.insert(second, 10, 1) == admission::duplicate);
+    CHECK(table.find(first->id) == first);
+    CHECK(table.size() == 1);
+    // The refused entry took no place in its tenant's share: b's next session is admitted.
+    auto third = droid::http::detail::session_entry::create(srv, io.get_executor(), nullptr);
+    third->tenant = "b";
+    CHECK(table.insert(third, 10, 1) == admission::admitted);
+    CHECK(table.size() == 2);
+    for (auto& gone : table.take_all()) gone->s.reset();
+  }
+
   TEST_CASE("tenants: a call whose client hung up holds its request slot until it ends") {
     droid::http::options opts;
     opts.max_requests_per_principal = 2;

@@ -188,6 +188,11 @@ task<bool> refuse_session(connection& c, session_table::admission why, const std
   if (why == session_table::admission::server_full)
     co_return co_await reply_unavailable(
         c, id, "Service Unavailable: the server holds as many sessions as it may (http::options::max_sessions)");
+  // The new session's random id named a live one: refused rather than sharing it; the
+  // client's next initialize draws another.
+  if (why == session_table::admission::duplicate)
+    co_return co_await reply_unavailable(c, id,
+                                         "Service Unavailable: the new session could not be given an id; try again");
   const std::string_view text =
       "Too Many Requests: this client holds as many sessions as it may (http::options::max_sessions_per_tenant); "
       "end one (DELETE) or let one idle out";

@@ -87,9 +87,9 @@ session_table::admission session_table::insert(const std::shared_ptr<session_ent
   if (!s.map.emplace(e->id, e).second) {
     size_.fetch_sub(1, std::memory_order_relaxed);
     release_tenant(*e);
-  } else {
-    count_on_shard(*e, 1);
+    return admission::duplicate;
   }
+  count_on_shard(*e, 1);
   return admission::admitted;
 }
 

@@ -103,10 +103,13 @@ void end_session(const std::shared_ptr<session_entry>& e);
 class session_table {
  public:
   [[nodiscard]] std::shared_ptr<session_entry> find(std::string_view id) const;
-  enum class admission : std::uint8_t { admitted, server_full, tenant_full };
+  enum class admission : std::uint8_t { admitted, server_full, tenant_full, duplicate };
   /// Inserts `e` unless `cap` sessions live already (`server_full`) or `tenant_cap` of
   /// `e->tenant`'s do (`tenant_full`; 0: no share). Why a share per tenant: one client
-  /// that opens every session the server allows locks everyone else out.
+  /// that opens every session the server allows locks everyone else out. An entry of
+  /// `e->id` already there is left alone and `duplicate` said (two random ids that
+  /// collided): answering `admitted` would hand the new client that id, and so the
+  /// other client's session.
   admission insert(const std::shared_ptr<session_entry>& e, std::size_t cap, std::size_t tenant_cap = 0);
   /// Inserts `e`, or returns the entry of the same id already there (a session taken
   /// over by two requests at once); null when `cap` sessions live already.
