@@ -70,6 +70,8 @@ TEST_SUITE("adapters/http/checks") {
 
   TEST_CASE("Accept ranges admit a type by name, by major/* or by */*, unless q=0") {
     CHECK(accepts("application/json, text/event-stream", "text/event-stream"));
+    CHECK(accepts("application/json, text/event-stream", "application/json"));
+    CHECK_FALSE(accepts("application/json, text/event-stream", "text/html"));
     CHECK(accepts("application/*", "application/json"));
     CHECK(accepts("*/*", "text/event-stream"));
     CHECK(accepts("text/html;q=0.9, application/json;q=0.8", "application/json"));

@@ -404,8 +404,7 @@ task<bool> connection::reply(int status, std::string_view content_type, std::str
     rest.remove_prefix(n);
   }
   deadline_ns = saved;
-  // A large answer's buffer is not kept for the next one (an idle connection would hold it).
-  if (out_.capacity() > kept_response_capacity) std::string().swap(out_);
+  give_back_large_buffer();
   co_return !close && !closing_;
 }
 
@@ -712,10 +711,6 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
   // at a time, and a buffer of the stream's own cost an allocation per request.
   std::string& out = out_;
   out.clear();
-  // A long stream's large buffer is not kept for the next answer (see `reply`).
-  const auto give_back_large = [this] {
-    if (out_.capacity() > kept_response_capacity) std::string().swap(out_);
-  };
   bool head_pending = !headers_sent;
   std::vector<sse_event> batch;
   const std::string retry = std::to_string(opts.retry_interval.count());
@@ -751,12 +746,12 @@ task<bool> connection::serve_events(const std::shared_ptr<response_sink>& sink, 
     if (ending) out += last_chunk;
     if (sink->dead() || (!out.empty() && !co_await write(out))) {
       sink->kill();
-      give_back_large();
+      give_back_large_buffer();
       co_return false;
     }
     out.clear();
     if (ending) {
-      give_back_large();
+      give_back_large_buffer();
       // The vector the sink's events came in, for the next sink (see `make_sink`).
       if (batch.capacity() != 0 && batch.capacity() <= kept_event_capacity) {
         batch.clear();

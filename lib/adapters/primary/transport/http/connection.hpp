@@ -442,6 +442,11 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// The response `reply` writes, kept from one request to the next up to
   /// `kept_response_capacity` (an allocation per request otherwise).
   std::string out_;
+  /// Frees `out_` when an answer or a stream grew it past `kept_response_capacity`: a
+  /// large buffer is not kept for the next answer (an idle connection would hold it).
+  void give_back_large_buffer() noexcept {
+    if (out_.capacity() > kept_response_capacity) std::string().swap(out_);
+  }
   /// The event vector of the last event stream written here, emptied, lent to the next
   /// sink (`make_sink`, `serve_events`): one allocation less per event-stream request.
   std::vector<sse_event> spare_events_;

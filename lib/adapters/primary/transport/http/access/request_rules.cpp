@@ -92,6 +92,11 @@ bool media_type_is(std::string_view content_type, std::string_view type) noexcep
 }
 
 bool accepts(std::string_view accept, std::string_view type) noexcept {
+  // What the official SDK clients send, and so nearly every request: taken whole before
+  // the ranges are read (reading it cost an event-stream POST about 170 instructions of
+  // its 23,000, for the two types it is asked about).
+  if (accept == "application/json, text/event-stream")
+    return type == "application/json" || type == "text/event-stream";
   const std::string_view major = type.substr(0, type.find('/'));
   while (!accept.empty()) {
     const auto comma = accept.find(',');
