@@ -431,6 +431,8 @@ class connection final : public std::enable_shared_from_this<connection>, privat
   /// (an index past the shards: counted nowhere, as when the connection ends).
   void count_serving(std::size_t index) noexcept;
   asio::ip::tcp::socket socket_;
+  /// Where the close watch's peek lands (the byte stays in the socket).
+  char watch_byte_ = 0;
   /// The TLS session over `socket_`, or null for plain HTTP. Why a pointer beside the
   /// socket and not a second connection type: deadlines, the close watch and closing
   /// all work on the TCP socket either way, and only reading and writing differ.
