@@ -177,7 +177,7 @@ struct server_fixture {
   droid::server srv{droid::server_info{.name = "modern-http-test", .version = "1"}};
   std::unique_ptr<droid::http::listener> listener;
   std::thread runner;
-  /// Raised as `slow` (and `ask_name`) start and see their cancellation.
+  /// Raised as `slow` (and `nap`, `ask_name`) start and see their cancellation.
   droid::test::event_count slow_started;
   droid::test::event_count slow_cancelled;
   droid::test::event_count asker_started;
@@ -191,6 +191,11 @@ struct server_fixture {
       const std::error_code ec = co_await ctx.sleep(30s);
       if (ec == droid::errc::cancelled) slow_cancelled.raise();
       co_return "slept";
+    });
+    srv.tool("nap", "Sleeps a fifth of a second", [this](droid::tool_context& ctx) -> droid::task<std::string> {
+      slow_started.raise();
+      if (co_await ctx.sleep(200ms) == droid::errc::cancelled) slow_cancelled.raise();
+      co_return "napped";
     });
     srv.tool(droid::tool_info{
                  .name = "sampler", .description = "Needs sampling", .required_capabilities = {"sampling"}},
@@ -440,7 +445,7 @@ TEST_SUITE("adapters/http/modern") {
       CAPTURE(h);
       const http_response r = post(c, request(1, "tools/list"), h);
       CHECK(r.status == 200);
-      CHECK(answer_of(r).at("result").at("tools").as_array().size() == 6);
+      CHECK(answer_of(r).at("result").at("tools").as_array().size() == 7);
     }
     const http_response r = post(c, call(2, "echo", R"({"text":"hi"})"),
                                  "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
@@ -532,6 +537,33 @@ TEST_SUITE("adapters/http/modern") {
     const auto start = std::chrono::steady_clock::now();
     CHECK(f.slow_cancelled.wait_for(1));
     CHECK(std::chrono::steady_clock::now() - start < 2s);
+  }
+
+  TEST_CASE("a request pipelined behind a running 2026 tools/call is no hang-up: the call ends, then the next is answered") {
+    // A running call's connection is watched for its client hanging up by a peek at the
+    // socket; the bytes of a next request, sent while the call runs, must not read as a
+    // close (which would cancel the call), nor be consumed by the peek.
+    for (const auto reply : {droid::http::streaming::event_stream, droid::http::streaming::json}) {
+      CAPTURE(reply == droid::http::streaming::json);
+      droid::http::options o;
+      o.reply = reply;
+      server_fixture f(o);
+      raw_connection c(f.port());
+      c.send(mcp_post(call(1, "nap"), headers("tools/call", "nap")));
+      // Sent once the call runs (and its connection watches), so that these bytes reach
+      // the socket the watch peeks at rather than the buffer the first read filled.
+      REQUIRE(f.slow_started.wait_for(1));
+      c.send(mcp_post(call(2, "echo", R"({"text":"after"})"), headers("tools/call", "echo")));
+      auto first = c.read_response();
+      REQUIRE(first);
+      CHECK(first->status == 200);
+      CHECK(first->body.find("napped") != std::string::npos);
+      auto second = c.read_response();
+      REQUIRE(second);
+      CHECK(second->status == 200);
+      CHECK(second->body.find("after") != std::string::npos);
+      CHECK(f.slow_cancelled.value() == 0);
+    }
   }
 
   TEST_CASE("in JSON mode too, closing the connection of a running 2026 tools/call cancels it promptly") {

@@ -433,8 +433,9 @@ void connection::watch_for_close(std::shared_ptr<void> target, void (*on_close)(
   // A one-byte peek rather than `async_wait(wait_read)`: asio starts a wait by
   // re-registering the socket with epoll (an `epoll_ctl` per watched request, about a
   // third of a syscall per request of the SSE row), while a receive queues behind the
-  // registration the socket already has, and after a read that drained the socket it
-  // does not even try the peek first. The peek leaves a pipelined request unread.
+  // registration the socket already has; and after a read that told the reactor the
+  // socket is drained (wire/drained_read.hpp) it does not even try the peek first. The
+  // peek leaves a pipelined request unread.
   socket_.async_receive(asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
                         [self = shared_from_this(), target = std::move(target), on_close](const std::error_code& ec,
                                                                                          std::size_t n) {

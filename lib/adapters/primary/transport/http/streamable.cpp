@@ -440,8 +440,8 @@ task<bool> streamable_endpoint::in_session(connection& c, request& req, ir::mess
   } else {
     // Hanging up cancels a request still running, so that one is watched; one over and
     // settled already (most, when the session lives on this shard) is not, as in
-    // answer_sessionless: the watch costs an epoll registration, its cancel and its
-    // aborted completion, for a request nothing can cancel any more.
+    // answer_sessionless: the watch costs a queued peek, its cancel and its aborted
+    // completion, for a request nothing can cancel any more.
     const bool watched = !sink->finished() || !sink->settled();
     if (watched) c.watch_for_close(sink);
     co_await sink->wait_settled();
@@ -708,9 +708,10 @@ task<bool> streamable_endpoint::answer_sessionless(connection& c, sessionless_ca
     co_return co_await reply_unavailable(c, call.id, sink->rejected_message());
   }
   // Hanging up is the client's cancellation, whichever way the answer comes, so a request
-  // still running is watched. One answered already is not: the watch costs an epoll
-  // registration and a cancel per request (measured: about 15% of a stateless request's
-  // CPU time), for a request that can no longer be cancelled.
+  // still running is watched. One answered already is not: the watch costs a queued
+  // peek, a cancel and an aborted completion per request (when it was an epoll
+  // registration: about 15% of a stateless request's CPU time), for a request that can
+  // no longer be cancelled.
   const bool watched = !sink->finished();
   if (watched) c.watch_for_close(sink);
   bool keep;
