@@ -438,16 +438,14 @@ void connection::watch_for_close(std::shared_ptr<void> target, void (*on_close)(
   // peek leaves a pipelined request unread.
   socket_.async_receive(asio::buffer(&watch_byte_, 1), tcp::socket::message_peek,
                         [self = shared_from_this(), target = std::move(target), on_close](const std::error_code& ec,
-                                                                                         std::size_t n) {
+                                                                                         std::size_t) {
                           if (ec == asio::error::operation_aborted) return;  // stop_watching
-                          // End of stream (asio's eof) or a reset: the client hung up.
-                          if (ec || n == 0) {
-                            on_close(target.get());
-                            return;
-                          }
-                          // The client sent more (a pipelined request): it stays unread for
-                          // the next turn of the connection, and watching again would spin on
-                          // it; a write failure will tell.
+                          // End of stream (asio says eof for a stream that read nothing) or a
+                          // reset: the client hung up. A byte read instead is more from the
+                          // client (a pipelined request): it stays unread for the next turn of
+                          // the connection, and watching again would spin on it; a write
+                          // failure will tell.
+                          if (ec) on_close(target.get());
                         });
 }
 
